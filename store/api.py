@@ -1,0 +1,147 @@
+"""``Store``: the library entry point a simulator calls for every leaf operator."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from sqlalchemy import Engine, or_, select
+
+from store import schema as t
+from store.candidates import LRU, CandidateQueries
+from store.communication import CommunicationLookup
+from store.db import make_engine, normalize_url, redact_url, upgrade
+from store.exact import BaseExact
+from store.geometry import TriangulationCache
+from store.leaf import LeafOp
+from store.mapping import VersionMapping, merge_overlay
+from store.path_lookup import PathRunner
+from store.result import QueryResult, Reason
+from store.wrapper import Dispatcher, LookupOptions, Profile
+
+
+class Store:
+    """An opened profiling store. Opening reads nothing but the schema revision; a
+    version's mapping is read on its first lookup, candidates per regime on demand."""
+
+    def __init__(self, engine: Engine, *, cache_size: int = 65536,
+                 mapping_overlay: VersionMapping | None = None) -> None:
+        self.engine = engine
+        self.queries = CandidateQueries(engine)
+        self.dispatcher = Dispatcher(
+            BaseExact(self.queries),
+            PathRunner(self.queries, TriangulationCache(512)),
+            CommunicationLookup(engine),
+        )
+        self.mapping_overlay = mapping_overlay
+        self._profiles: dict[str, Profile | None] = {}
+        self._results = LRU(cache_size)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, url_or_path: str | Path, *, read_only: bool = True,
+             mapping_overlay: VersionMapping | None = None, cache_size: int = 65536) -> Store:
+        """Open a database by SQLAlchemy URL or SQLite file path.
+
+        A writable open brings the schema to head; a read-only open refuses a database
+        that is not at head rather than migrating it.
+        """
+        url = normalize_url(url_or_path)
+        if url.startswith("sqlite") and not read_only:
+            Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(url, read_only=read_only)
+        if not read_only:
+            upgrade(engine)
+        else:
+            _require_file(url)
+        return cls(engine, cache_size=cache_size, mapping_overlay=mapping_overlay)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({redact_url(self.engine.url.render_as_string(hide_password=False))})"
+
+    def lookup(self, leaf: LeafOp, version: str, interpolation: bool = True,
+               exclude_samples: Iterable[int] = ()) -> QueryResult:
+        """The latency of one leaf operator in one version; never raises for a miss.
+
+        ``exclude_samples`` hides measured rows (by sample id) from this query only:
+        hold-out evaluation asks through the same code path a real lookup uses.
+        """
+        if not isinstance(leaf, LeafOp):
+            raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
+        options = LookupOptions(bool(interpolation), frozenset(exclude_samples))
+        key = (leaf, version, options)
+        cached = self._results.get(key)
+        if cached is not None:
+            return cached
+        profile = self.profile(version)
+        if profile is None:
+            result = QueryResult.miss(Reason.UNKNOWN_VERSION,
+                                      message=f"no ingested version {version!r}")
+        else:
+            result = self.dispatcher.lookup(leaf, profile, options)
+            result.details.setdefault("version", profile.alias)
+        self._results.put(key, result)
+        return result
+
+    def lookup_many(self, leaves: Iterable[LeafOp], version: str,
+                    interpolation: bool = True) -> list[QueryResult]:
+        return [self.lookup(leaf, version, interpolation) for leaf in leaves]
+
+    def clear_cache(self) -> None:
+        self._results.clear()
+        self.queries.clear()
+        self._profiles.clear()
+
+    def profile(self, version: str) -> Profile | None:
+        with self._lock:
+            if version not in self._profiles:
+                self._profiles[version] = self._load_profile(version)
+            return self._profiles[version]
+
+    def versions(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(t.profile_set.c.alias).order_by(t.profile_set.c.id))
+                        .scalars())
+
+    def _load_profile(self, version: str) -> Profile | None:
+        p = t.profile_set.c
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.profile_set).where(
+                or_(p.alias == version, p.directory == version)).order_by(p.id)).first()
+            if row is None:
+                return None
+            mapping = VersionMapping.from_document(json.loads(row.mapping_document or "{}"))
+            if self.mapping_overlay is not None:
+                mapping = merge_overlay(mapping, self.mapping_overlay)
+            comm_id = _comm_profile(conn, row, mapping)
+        return Profile(row.id, row.alias, mapping, comm_id)
+
+
+def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:  # noqa: ANN001
+    """The HCCL profile a version's ``communication_data_ref`` points at (same device)."""
+    ref = mapping.header.get("communication_data_ref")
+    if not ref:
+        return None
+    directory = PurePosixPath(str(ref).rstrip("/")).name
+    p = t.profile_set.c
+    found = conn.execute(select(p.id).where(
+        p.framework == "hccl", p.device == row.device, p.directory == directory)).first()
+    return found[0] if found else None
+
+
+def _require_file(url: str) -> None:
+    if url.startswith("sqlite:///"):
+        path = Path(url.split("///", 1)[1])
+        if not path.exists():
+            raise FileNotFoundError(f"no database at {path}; run profstore ingest first")

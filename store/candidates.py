@@ -1,0 +1,237 @@
+"""SQL for the hot queries: exact keys, exact coordinates, and a regime's points.
+
+Every query names the profile, kernel and (for points) path and regime key, so each
+is a range scan of one of the covering indexes in ``store.schema``. A regime's
+points are cached as numpy arrays (bounded LRU): interpolation, duplicate handling
+and hold-out exclusion work on that slice without going back to the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import Engine, and_, select
+
+from store import schema as t
+from store.exact_keys import output_key
+
+AXIS_COLUMNS = (t.sample_point.c.axis_0, t.sample_point.c.axis_1, t.sample_point.c.axis_2)
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    """One measured row with its provenance."""
+
+    sample_id: int
+    latency_us: float
+    latency_column: str
+    line_no: int
+    file_name: str
+    axes: tuple[float, ...] = ()
+    semantic: str | None = None
+
+    def provenance(self) -> dict:
+        return {
+            "file": self.file_name,
+            "line": self.line_no,
+            "latency_us": self.latency_us,
+            "latency_column": self.latency_column,
+            **({"axes": list(self.axes)} if self.axes else {}),
+        }
+
+
+@dataclass(frozen=True)
+class RegimeSlice:
+    """Every point of one (profile, kernel, path, regime), as arrays."""
+
+    axes: np.ndarray
+    latency: np.ndarray
+    columns: tuple[str, ...]
+    rows: tuple[MeasuredRow, ...]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+class LRU:
+    """A small thread-safe LRU map."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> object | None:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Hashable, value: object) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+class CandidateQueries:
+    def __init__(self, engine: Engine, slice_cache_size: int = 512) -> None:
+        self.engine = engine
+        self._slices = LRU(slice_cache_size)
+        self._kernels = LRU(4096)
+
+    def clear(self) -> None:
+        self._slices.clear()
+        self._kernels.clear()
+
+    def kernel_present(self, profile_id: int, kernel: str) -> bool:
+        key = (profile_id, kernel)
+        cached = self._kernels.get(key)
+        if cached is None:
+            stmt = select(t.kernel_file.c.id).where(
+                t.kernel_file.c.profile_id == profile_id, t.kernel_file.c.kernel_type == kernel
+            ).limit(1)
+            with self.engine.connect() as conn:
+                cached = conn.execute(stmt).first() is not None
+            self._kernels.put(key, cached)
+        return bool(cached)
+
+    def exact_key_rows(
+        self, profile_id: int, kernel: str, key: str, exclude: frozenset[int] = frozenset()
+    ) -> list[MeasuredRow]:
+        k = t.sample_key.c
+        stmt = (
+            select(k.sample_id, k.latency_us, k.latency_column, t.sample.c.line_no,
+                   t.kernel_file.c.file_name)
+            .join(t.sample, t.sample.c.id == k.sample_id)
+            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+            .where(k.profile_id == profile_id, k.kernel_type == kernel, k.exact_key == key)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [MeasuredRow(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[0] not in exclude]
+
+    def output_shape_rows(
+        self, profile_id: int, kernel: str, shape: tuple[int, ...],
+        exclude: frozenset[int] = frozenset(),
+    ) -> list[tuple[str, MeasuredRow]]:
+        """Rows whose first output has this (batch-stripped) shape, in any dtype."""
+        prefix = output_key(shape, "")
+        k = t.sample_key.c
+        stmt = (
+            select(k.sample_id, k.latency_us, k.latency_column, t.sample.c.line_no,
+                   t.kernel_file.c.file_name, k.exact_key)
+            .join(t.sample, t.sample.c.id == k.sample_id)
+            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+            .where(k.profile_id == profile_id, k.kernel_type == kernel,
+                   k.exact_key >= prefix, k.exact_key < prefix[:-1] + chr(ord(":") + 1))
+            .order_by(k.exact_key, k.sample_id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [(r[5][len(prefix):], MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
+                for r in rows if r[0] not in exclude]
+
+    def points_at(
+        self,
+        profile_id: int,
+        kernel: str,
+        path: str,
+        regime_key: str,
+        axes: Sequence[float],
+        exclude: frozenset[int] = frozenset(),
+    ) -> list[MeasuredRow]:
+        """Rows at one exact coordinate of a regime (the specialised exact lookup)."""
+        p = t.sample_point.c
+        conditions = [
+            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path,
+            p.regime_key == regime_key,
+        ]
+        conditions += [AXIS_COLUMNS[i] == float(v) for i, v in enumerate(axes)]
+        stmt = self._point_select().where(and_(*conditions))
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [r for r in map(self._measured, rows) if r.sample_id not in exclude]
+
+    def regime_slice(
+        self,
+        profile_id: int,
+        kernel: str,
+        path: str,
+        regime_key: str,
+        exclude: frozenset[int] = frozenset(),
+    ) -> RegimeSlice:
+        key = (profile_id, kernel, path, regime_key)
+        full = self._slices.get(key)
+        if full is None:
+            full = self._load_slice(profile_id, kernel, path, regime_key)
+            self._slices.put(key, full)
+        if not exclude:
+            return full
+        keep = [i for i, r in enumerate(full.rows) if r.sample_id not in exclude]
+        return RegimeSlice(
+            full.axes[keep], full.latency[keep], tuple(full.columns[i] for i in keep),
+            tuple(full.rows[i] for i in keep),
+        )
+
+    def _load_slice(self, profile_id: int, kernel: str, path: str, regime_key: str) -> RegimeSlice:
+        p = t.sample_point.c
+        stmt = self._point_select().where(
+            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path,
+            p.regime_key == regime_key,
+        )
+        with self.engine.connect() as conn:
+            rows = [self._measured(r) for r in conn.execute(stmt).all()]
+        width = max((len(r.axes) for r in rows), default=0)
+        axes = np.array([r.axes for r in rows], dtype=float).reshape(len(rows), width)
+        latency = np.array([r.latency_us for r in rows], dtype=float)
+        return RegimeSlice(axes, latency, tuple(r.latency_column for r in rows), tuple(rows))
+
+    def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
+        """(points, distinct regimes) of a kernel on a path: tells a regime mismatch from no data."""
+        from sqlalchemy import func
+
+        p = t.sample_point.c
+        stmt = select(func.count(), func.count(p.regime_key.distinct())).where(
+            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path
+        )
+        with self.engine.connect() as conn:
+            points, regimes = conn.execute(stmt).one()
+        return int(points), int(regimes)
+
+    def refusal_counts(self, profile_id: int, kernel: str, path: str) -> dict[str, int]:
+        from sqlalchemy import func
+
+        r = t.path_refusal.c
+        stmt = (
+            select(r.reason, func.count())
+            .where(r.profile_id == profile_id, r.kernel_type == kernel, r.path == path)
+            .group_by(r.reason)
+        )
+        with self.engine.connect() as conn:
+            return {reason: int(n) for reason, n in conn.execute(stmt).all()}
+
+    @staticmethod
+    def _point_select():  # noqa: ANN205 - a Select
+        p = t.sample_point.c
+        return (
+            select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
+                   t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
+            .join(t.sample, t.sample.c.id == p.sample_id)
+            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+        )
+
+    @staticmethod
+    def _measured(r) -> MeasuredRow:  # noqa: ANN001 - a Row
+        axes = tuple(float(v) for v in (r[5], r[6], r[7]) if v is not None)
+        return MeasuredRow(r[0], r[1], r[2], r[3], r[4], axes, r[8])

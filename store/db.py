@@ -1,0 +1,119 @@
+"""Engines, per-dialect connection settings, read-only mode and schema upgrades.
+
+Every difference between SQLite and PostgreSQL that the rest of the code must not
+know about lives here.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def normalize_url(url_or_path: str | Path) -> str:
+    """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file)."""
+    text = str(url_or_path)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced, safe to print."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - never let a bad URL leak through an error path
+        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url_or_path: str | Path, *, read_only: bool = False) -> Engine:
+    """An engine with the dialect's settings applied.
+
+    SQLite: WAL journal (readers never block the writer), foreign keys on, a busy
+    timeout; ``read_only`` opens the file with ``mode=ro`` so a simulation worker can
+    never write. PostgreSQL: ``read_only`` sets the session default to read-only.
+    """
+    url = normalize_url(url_or_path)
+    if is_sqlite(url):
+        return _sqlite_engine(url, read_only)
+    engine = create_engine(url, pool_pre_ping=True)
+    if read_only:
+        _set_postgres_read_only(engine)
+    return engine
+
+
+def _sqlite_engine(url: str, read_only: bool) -> Engine:
+    database = make_url(url).database or ""
+    if read_only and database not in ("", ":memory:"):
+        uri = f"file:{Path(database).resolve()}?mode=ro"
+        engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri))
+    else:
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI types
+        cursor = dbapi_conn.cursor()
+        if not read_only:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    return engine
+
+
+def _sqlite_connect(uri: str) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+
+
+def _set_postgres_read_only(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI types
+        cursor = dbapi_conn.cursor()
+        cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        cursor.close()
+        dbapi_conn.commit()
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return script.get_current_head() or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine) -> str:
+    """Bring the database to the head revision (a no-op at head); returns the head."""
+    head = head_revision()
+    if current_revision(engine) == head:
+        return head
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+    return head

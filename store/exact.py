@@ -1,0 +1,158 @@
+"""The base exact lookup (Phase 1, RFC §2.1): input signature, then alternates in order.
+
+Also the two base lookups built on it: static composites (sum of sub-kernel hits,
+PARTIAL when some miss) and base elementwise (output shape, dtype byte-ratio scaling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from store.candidates import CandidateQueries, MeasuredRow
+from store.dtypes import element_size, to_profiler_dtype
+from store.duplicates import merge_coordinate
+from store.exact_keys import target_keys
+from store.latency import column_rank
+from store.leaf import LeafOp
+from store.mapping import MappingEntry, VersionMapping
+from store.path_lookup import Attempt
+from store.paths.base import TargetContext
+from store.paths.generic import target_signature
+from store.result import QueryResult, QuerySource, Reason
+
+BYTE_RATIO_CONFIDENCE = 0.8
+
+CommLookup = Callable[[LeafOp, str], QueryResult]
+
+
+class BaseExact:
+    def __init__(self, queries: CandidateQueries) -> None:
+        self.queries = queries
+
+    def lookup(self, leaf: LeafOp, entry: MappingEntry, mapping: VersionMapping,
+               profile_id: int, exclude: frozenset[int] = frozenset()
+               ) -> tuple[QueryResult | None, list[Attempt]]:
+        attempts = []
+        for kernel in entry.kernels:
+            attempt = self._kernel(leaf, entry, mapping, profile_id, kernel, exclude)
+            attempts.append(attempt)
+            if attempt.result is not None:
+                if kernel != entry.kernels[0]:
+                    attempt.result.details["fallback_from"] = entry.kernels[0]
+                return attempt.result, attempts
+        return None, attempts
+
+    def _kernel(self, leaf: LeafOp, entry: MappingEntry, mapping: VersionMapping,
+                profile_id: int, kernel: str, exclude: frozenset[int]) -> Attempt:
+        attempt = Attempt(kernel)
+        if not self.queries.kernel_present(profile_id, kernel):
+            attempt.reason, attempt.message = Reason.CSV_NOT_FOUND, f"no {kernel}.csv"
+            return attempt
+        policy = mapping.policy(kernel)
+        shapes, dtypes = target_signature(leaf, TargetContext(entry, kernel, policy))
+        if not shapes:
+            attempt.reason, attempt.message = Reason.TARGET_UNAVAILABLE, "leaf has no tensors"
+            return attempt
+        for key in target_keys(shapes, dtypes):
+            rows = self.queries.exact_key_rows(profile_id, kernel, key, exclude)
+            if not rows:
+                continue
+            outcome = merge_coordinate(rows, column_rank(policy),
+                                       unique_required=policy.require_semantic_unique)
+            if outcome.merged is None:
+                attempt.reason = Reason.AMBIGUOUS_DUPLICATES
+                attempt.message = "; ".join(outcome.notes)
+                return attempt
+            attempt.result = _measured(outcome.merged.latency_us, outcome.merged.rows, kernel,
+                                       outcome.merged.duplicates, key=key)
+            return attempt
+        attempt.reason = Reason.NO_EXACT_MATCH
+        attempt.message = f"no {kernel} row with input signature {target_keys(shapes, dtypes)[0]}"
+        return attempt
+
+    def elementwise(self, leaf: LeafOp, entry: MappingEntry, mapping: VersionMapping,
+                    profile_id: int, exclude: frozenset[int] = frozenset()
+                    ) -> tuple[QueryResult | None, list[Attempt]]:
+        """Phase 1 base elementwise: match the output shape; a row of another dtype is
+        scaled by the element-size ratio (confidence below 1)."""
+        if not leaf.outputs:
+            return None, [Attempt(entry.kernels[0] if entry.kernels else "",
+                                  reason=Reason.TARGET_UNAVAILABLE, message="no output")]
+        out = leaf.outputs[0]
+        dtype = to_profiler_dtype(out.dtype)
+        attempts = []
+        for kernel in entry.kernels:
+            if not self.queries.kernel_present(profile_id, kernel):
+                attempts.append(Attempt(kernel, reason=Reason.CSV_NOT_FOUND, message="no CSV"))
+                continue
+            rows = self.queries.output_shape_rows(profile_id, kernel, out.shape, exclude)
+            if rows:
+                return self._scaled(rows, dtype, kernel, mapping), attempts
+            attempts.append(Attempt(kernel, reason=Reason.NO_EXACT_MATCH,
+                                    message=f"no {kernel} row with output shape {out.shape}"))
+        return None, attempts
+
+    def _scaled(self, rows: list[tuple[str, MeasuredRow]], dtype: str, kernel: str,
+                mapping: VersionMapping) -> QueryResult:
+        same = [r for d, r in rows if d == dtype]
+        rank = column_rank(mapping.policy(kernel))
+        if same:
+            merged = merge_coordinate(same, rank, unique_required=False).merged
+            return _measured(merged.latency_us, merged.rows, kernel, merged.duplicates,
+                             method="base_elementwise")
+        row_dtype, _ = rows[0]
+        chosen = [r for d, r in rows if d == row_dtype]
+        merged = merge_coordinate(chosen, rank, unique_required=False).merged
+        ratio = element_size(dtype) / element_size(row_dtype)
+        result = _measured(merged.latency_us * ratio, merged.rows, kernel, merged.duplicates,
+                           method="base_elementwise_byte_ratio")
+        result.details.update(byte_ratio=ratio, row_dtype=row_dtype, target_dtype=dtype)
+        return replace(result, confidence=BYTE_RATIO_CONFIDENCE)
+
+
+def composite(leaf: LeafOp, entry: MappingEntry, lookup_kernel: Callable[[str], QueryResult]
+              ) -> QueryResult:
+    """Sum of the sub-kernel hits; some missing → PARTIAL listing hit and missed kernels."""
+    hits: dict[str, float] = {}
+    missed: dict[str, str] = {}
+    parts: dict[str, Any] = {}
+    for kernel in entry.sub_kernels:
+        result = lookup_kernel(kernel)
+        if result.hit:
+            hits[kernel] = float(result.latency_us)
+            parts[kernel] = result.details.get("method")
+        else:
+            missed[kernel] = result.reason.value if result.reason else "miss"
+    details = {"method": "composite_sum", "sub_kernels": list(entry.sub_kernels),
+               "hit_kernels": hits, "missed_kernels": missed, "part_methods": parts}
+    if not hits:
+        return QueryResult.miss(Reason.NO_EXACT_MATCH, **details)
+    total = sum(hits.values())
+    if missed:
+        return QueryResult(total, QuerySource.PARTIAL, len(hits) / len(entry.sub_kernels),
+                           Reason.PARTIAL_COMPOSITE, details)
+    return QueryResult.measured(total, **details)
+
+
+def _measured(latency: float, rows: tuple[MeasuredRow, ...], kernel: str,
+              duplicates: dict | None, *, key: str | None = None,
+              method: str = "base_exact") -> QueryResult:
+    details: dict[str, Any] = {
+        "kernel_type": kernel,
+        "method": method,
+        "latency_column": rows[0].latency_column,
+        "matched_rows": [r.provenance() for r in rows],
+    }
+    if key is not None:
+        details["exact_key"] = key
+    if duplicates:
+        details["duplicates"] = duplicates
+    return QueryResult.measured(latency, **details)
+
+
+def sub_entry(entry: MappingEntry, kernel: str) -> MappingEntry:
+    """A plain entry for one sub-kernel of a composite (same tc_input_count)."""
+    return replace(entry, kernel_type=kernel, alternate_kernel_types=(), composite=False,
+                   sub_kernels=())

@@ -1,0 +1,395 @@
+"""The canonical leaf-operator descriptor (DESIGN §3): ``LeafOp``, ``TensorSpec``, ``LeafContext``.
+
+All three are frozen and hashable so that lookups can be cached on them. Constructors
+normalise and validate (lists become tuples, dtypes become canonical torch names, formats
+are upper-cased, kwargs are sorted); every ``ValueError`` names the offending field path,
+e.g. ``args[2][0].shape: dimension -3 is negative``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
+from typing import Any, TypeAlias
+
+from store.dtypes import canonical_torch_dtype
+
+__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "parse_shape_text"]
+
+_OPS_PREFIX = "torch.ops."
+_TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})
+_TOP_LEVEL_KEYS = frozenset({"op", "args", "kwargs", "outputs", "context", "id"})
+_PHASES = ("prefill", "decode", "mixed")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def _field(path: str, error: ValueError) -> ValueError:
+    """Prefix a field-scoped error (``"shape: ..."``) with the path of its owner."""
+    return ValueError(f"{path}.{error}" if path else str(error))
+
+
+def _object(path: str, message: str) -> ValueError:
+    """An error about a whole object (not one of its fields) at ``path``."""
+    return ValueError(f"{path}: {message}" if path else message)
+
+
+def _shape(value: Any, path: str) -> tuple[int, ...]:
+    if not _is_list(value):
+        raise ValueError(f"{path}: must be a list of non-negative integers, got {value!r}")
+    dims = []
+    for dim in value:
+        if not _is_int(dim):
+            raise ValueError(f"{path}: dimension {dim!r} is not an integer")
+        if dim < 0:
+            raise ValueError(f"{path}: dimension {dim} is negative")
+        dims.append(int(dim))
+    return tuple(dims)
+
+
+def _number(value: Any, path: str) -> int | float:
+    if _is_int(value):
+        return int(value)
+    if isinstance(value, Real) and not isinstance(value, bool):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+        raise ValueError(f"{path}: value {value!r} is not finite")
+    raise ValueError(f"{path}: value {value!r} is not a number")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One tensor: shape, canonical torch dtype, memory format, and optionally its values."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    format: str = "ND"
+    values: tuple[int | float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        shape = _shape(self.shape, "shape")
+        try:
+            dtype = canonical_torch_dtype(self.dtype)
+        except ValueError as error:
+            raise ValueError(f"dtype: {error}") from None
+        if not isinstance(self.format, str) or not self.format.strip():
+            raise ValueError(f"format: must be a non-empty string, got {self.format!r}")
+        values = self.values
+        if values is not None:
+            if not _is_list(values):
+                raise ValueError(f"values: must be a flat list of numbers, got {values!r}")
+            values = tuple(_number(v, f"values[{i}]") for i, v in enumerate(values))
+            numel = math.prod(shape)
+            if len(values) != numel:
+                raise ValueError(f"values: length {len(values)} != numel {numel} of {list(shape)}")
+        for name, value in (("shape", shape), ("dtype", dtype), ("values", values)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "format", self.format.strip().upper())
+
+    @property
+    def numel(self) -> int:
+        """Element count; 1 for a scalar (shape ``()``)."""
+        return math.prod(self.shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: str = "") -> TensorSpec:
+        """Build from ``{"shape", "dtype", "format"?, "values"?}``; errors start with ``path``."""
+        if not isinstance(data, Mapping):
+            raise _object(path, f"must be a tensor object, got {data!r}")
+        unknown = sorted(set(data) - _TENSOR_KEYS)
+        if unknown:
+            raise _object(path, f"unknown tensor key {unknown[0]!r}")
+        for name in ("shape", "dtype"):
+            if data.get(name) is None:
+                raise _field(path, ValueError(f"{name}: missing"))
+        fmt = data.get("format")
+        try:
+            return cls(
+                shape=data["shape"],
+                dtype=data["dtype"],
+                format="ND" if fmt is None else fmt,
+                values=data.get("values"),
+            )
+        except ValueError as error:
+            raise _field(path, error) from None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
+        if self.format != "ND":
+            out["format"] = self.format
+        if self.values is not None:
+            out["values"] = list(self.values)
+        return out
+
+
+#: One positional/keyword argument value. A JSON list becomes a tuple (nested as needed).
+Arg: TypeAlias = TensorSpec | tuple["Arg", ...] | None | int | float | str | bool
+
+
+def _arg(value: Any, path: str) -> Arg:
+    """Normalise one argument: tensor objects -> TensorSpec, lists -> tuples, scalars kept."""
+    if value is None or isinstance(value, (TensorSpec, str, bool, int, float)):
+        return value
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    if isinstance(value, Mapping):
+        if "shape" not in value:
+            raise _object(path, "an object argument must be a tensor (with 'shape')")
+        return TensorSpec.from_json(value, path)
+    if _is_list(value):
+        return tuple(_arg(item, f"{path}[{i}]") for i, item in enumerate(value))
+    raise ValueError(f"{path}: unsupported argument {value!r} of type {type(value).__name__}")
+
+
+def _arg_to_json(value: Arg) -> Any:
+    if isinstance(value, TensorSpec):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return [_arg_to_json(item) for item in value]
+    return value
+
+
+def _walk_tensors(value: Arg) -> Iterator[TensorSpec]:
+    if isinstance(value, TensorSpec):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _walk_tensors(item)
+
+
+def _args(value: Any) -> tuple[Arg, ...]:
+    if not _is_list(value):
+        raise ValueError(f"args: must be a list, got {value!r}")
+    return tuple(_arg(item, f"args[{i}]") for i, item in enumerate(value))
+
+
+def _kwargs(value: Any) -> tuple[tuple[str, Arg], ...]:
+    """Accept a mapping or (name, value) pairs; return the pairs sorted by name."""
+    if not isinstance(value, Mapping) and not _is_list(value):
+        raise ValueError(f"kwargs: must be an object, got {value!r}")
+    normalised: dict[str, Arg] = {}
+    for pair in value.items() if isinstance(value, Mapping) else value:
+        if not _is_list(pair) or len(pair) != 2:
+            raise ValueError(f"kwargs: {pair!r} is not a (name, value) pair")
+        name, item = pair
+        if not isinstance(name, str) or not name or name in normalised:
+            raise ValueError(f"kwargs: name {name!r} is empty, not a string or repeated")
+        normalised[name] = _arg(item, f"kwargs.{name}")
+    return tuple(sorted(normalised.items()))
+
+
+def _outputs(value: Any) -> tuple[TensorSpec, ...]:
+    """A list of tensors; a single tensor (object) is accepted too."""
+    single = isinstance(value, (TensorSpec, Mapping))
+    if not single and not _is_list(value):
+        raise ValueError(f"outputs: must be a list of tensors, got {value!r}")
+    items = [("outputs", value)] if single else [(f"outputs[{i}]", v) for i, v in enumerate(value)]
+    for path, item in items:
+        if not isinstance(item, (TensorSpec, Mapping)):
+            raise _object(path, f"must be a tensor object, got {item!r}")
+    return tuple(_arg(item, path) for path, item in items)
+
+
+def _positive_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if not _is_int(value) or value <= 0:
+        raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _lengths(value: Any, name: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not _is_list(value):
+        raise ValueError(f"{name}: must be a list of non-negative integers, got {value!r}")
+    for i, item in enumerate(value):
+        if not _is_int(item) or item < 0:
+            raise ValueError(f"{name}[{i}]: must be a non-negative integer, got {item!r}")
+    return tuple(int(item) for item in value)
+
+
+@dataclass(frozen=True)
+class LeafContext:
+    """What the op itself does not say: parallelism, phase, request grouping, topology."""
+
+    ep_size: int | None = None
+    tp_size: int | None = None
+    phase: str | None = None
+    num_requests: int | None = None
+    query_lens: tuple[int, ...] | None = None
+    kv_lens: tuple[int, ...] | None = None
+    num_devices: int | None = None
+    topology_tier: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("ep_size", "tp_size", "num_requests", "num_devices"):
+            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+        for name in ("query_lens", "kv_lens"):
+            object.__setattr__(self, name, _lengths(getattr(self, name), name))
+        if self.phase is not None:
+            phase = self.phase.strip().lower() if isinstance(self.phase, str) else None
+            if phase not in _PHASES:
+                raise ValueError(f"phase: must be one of {', '.join(_PHASES)}, got {self.phase!r}")
+            object.__setattr__(self, "phase", phase)
+        tier = self.topology_tier
+        if tier is not None:
+            if not isinstance(tier, str) or not tier.strip():
+                raise ValueError(f"topology_tier: must be a non-empty string, got {tier!r}")
+            object.__setattr__(self, "topology_tier", tier.strip())
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None, path: str = "") -> LeafContext:
+        """Build from a JSON object (None -> empty context); unknown keys are an error."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise _object(path, f"must be an object, got {data!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise _object(path, f"unknown key {unknown[0]!r}; known: {', '.join(known)}")
+        try:
+            return cls(**data)
+        except ValueError as error:
+            raise _field(path, error) from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The non-None fields; length lists as JSON lists."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True)
+class LeafOp:
+    """One independently queryable leaf operator (DESIGN §3).
+
+    ``args`` mirror the operator's positional arguments one to one (DESIGN §8);
+    ``kwargs`` are ``(name, value)`` pairs sorted by name (a mapping is accepted).
+    """
+
+    op: str
+    args: tuple[Arg, ...] = ()
+    kwargs: tuple[tuple[str, Arg], ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    context: LeafContext = LeafContext()
+
+    def __post_init__(self) -> None:
+        if self.op is None:
+            raise ValueError("op: missing")
+        op = self.op.strip() if isinstance(self.op, str) else ""
+        op = op[len(_OPS_PREFIX) :] if op.startswith(_OPS_PREFIX) else op
+        if not op:
+            raise ValueError(f"op: must be a non-empty string, got {self.op!r}")
+        context = self.context
+        if not isinstance(context, LeafContext):  # None or a JSON object
+            context = LeafContext.from_json(context, "context")
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "args", _args(self.args))
+        object.__setattr__(self, "kwargs", _kwargs(self.kwargs))
+        object.__setattr__(self, "outputs", _outputs(self.outputs))
+        object.__setattr__(self, "context", context)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> LeafOp:
+        """Parse a descriptor given as a dict or a JSON string (DESIGN §3)."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"descriptor: invalid JSON: {error}") from None
+        if not isinstance(data, Mapping):
+            raise ValueError(f"descriptor: must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - _TOP_LEVEL_KEYS)
+        if unknown:
+            known = ", ".join(sorted(_TOP_LEVEL_KEYS))
+            raise ValueError(f"descriptor: unknown key {unknown[0]!r}; known: {known}")
+        if data.get("kwargs") is not None and not isinstance(data["kwargs"], Mapping):
+            raise ValueError(f"kwargs: must be an object, got {data['kwargs']!r}")
+        given = {k: data[k] for k in ("args", "kwargs", "outputs") if data.get(k) is not None}
+        return cls(op=data.get("op"), context=data.get("context"), **given)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``LeafOp.from_json(x.to_json()) == x``. Defaults are omitted."""
+        out: dict[str, Any] = {
+            "op": self.op,
+            "args": [_arg_to_json(value) for value in self.args],
+        }
+        if self.kwargs:
+            out["kwargs"] = {name: _arg_to_json(value) for name, value in self.kwargs}
+        out["outputs"] = [tensor.to_json() for tensor in self.outputs]
+        context = self.context.to_json()
+        if context:
+            out["context"] = context
+        return out
+
+    def kwarg(self, name: str, default: Any = None) -> Any:
+        """The keyword argument ``name``, or ``default`` when it was not given."""
+        for key, value in self.kwargs:
+            if key == name:
+                return value
+        return default
+
+    def arg(self, index: int, default: Any = None) -> Any:
+        """The positional argument at ``index`` (Python indexing), or ``default`` when absent.
+
+        A present ``None`` argument is returned as ``None``, not replaced by ``default``.
+        """
+        try:
+            return self.args[index]
+        except IndexError:
+            return default
+
+    def tensor_inputs(self) -> tuple[TensorSpec, ...]:
+        """Tensors among the positional args, in order, lists flattened; non-tensors skipped."""
+        return tuple(tensor for value in self.args for tensor in _walk_tensors(value))
+
+
+_SHAPE_TEXT = re.compile(r"^\s*(?:\((?P<paren>.*)\)|\[(?P<bracket>.*)\]|(?P<bare>[^()\[\]]*))\s*$")
+
+
+def parse_shape_text(text: str) -> tuple[int, ...]:
+    """Parse a shape written as text: ``"(2, 4, 7168)"``, ``"[2,4]"``, ``"()"``, ``"2,4"``.
+
+    A single trailing comma is allowed (``"(16,)"``); empty brackets are a scalar.
+    Anything else (negative or non-integer dimensions, stray brackets, empty text)
+    raises ``ValueError``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"shape text must be a string, got {text!r}")
+    match = _SHAPE_TEXT.match(text)
+    if match is None:
+        raise ValueError(f"invalid shape text {text!r}")
+    body = next(group for group in match.groups() if group is not None)
+    if not body.strip():
+        if match.group("bare") is not None:
+            raise ValueError(f"invalid shape text {text!r}: empty")
+        return ()
+    parts = [part.strip() for part in body.split(",")]
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    for part in parts:
+        if not re.fullmatch(r"[0-9]+", part):
+            raise ValueError(f"invalid shape text {text!r}: dimension {part!r}")
+    return tuple(int(part) for part in parts)

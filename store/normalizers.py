@@ -1,0 +1,31 @@
+"""Kernel input normalisers: reshape a TensorCast call into the kernel's own input layout.
+
+One registry, applied on the target side before matching. Add an entry only where
+the data demands it, each with a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from store.leaf import TensorSpec
+
+Normalizer = Callable[[Sequence[TensorSpec]], tuple[TensorSpec, ...]]
+
+
+def _swiglu(tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
+    """TensorCast passes ``(gate, up)``; the SwiGlu kernel takes one tensor holding both,
+    concatenated on the last dimension."""
+    if len(tensors) != 2 or tensors[0].shape != tensors[1].shape or not tensors[0].shape:
+        return tuple(tensors)
+    gate = tensors[0]
+    fused = (*gate.shape[:-1], gate.shape[-1] * 2)
+    return (TensorSpec(fused, gate.dtype, gate.format),)
+
+
+NORMALIZERS: dict[str, Normalizer] = {"SwiGlu": _swiglu}
+
+
+def normalize_target_inputs(kernel: str, tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
+    normalizer = NORMALIZERS.get(kernel)
+    return normalizer(tensors) if normalizer else tuple(tensors)

@@ -1,0 +1,297 @@
+"""Run one capability path for one kernel: exact coordinate, then low-dimension-first
+interpolation inside the regime (RFC §3.3, §3.4; DESIGN §5)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from store.candidates import CandidateQueries, MeasuredRow, RegimeSlice
+from store.duplicates import merge_coordinate
+from store.geometry import (
+    Diagnostic,
+    GeometryResult,
+    TriangulationCache,
+    interpolate_1d,
+    interpolate_simplex,
+)
+from store.latency import column_rank
+from store.leaf import LeafOp
+from store.mapping import KernelPolicy
+from store.paths.base import Extraction, OperatorPath, Refusal, TargetContext
+from store.result import QueryResult, Reason
+
+CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
+DIAGNOSTIC_REASON = {
+    Diagnostic.INSUFFICIENT: Reason.INSUFFICIENT_CANDIDATES,
+    Diagnostic.DEGENERATE: Reason.DEGENERATE_CANDIDATES,
+    Diagnostic.OUTSIDE_RANGE: Reason.OUTSIDE_RANGE,
+    Diagnostic.OUTSIDE_HULL: Reason.OUTSIDE_CONVEX_HULL,
+    Diagnostic.LATENCY_GUARD: Reason.LATENCY_INVALID,
+}
+
+
+@dataclass
+class PathRequest:
+    """Everything one path attempt needs besides the database."""
+
+    path: OperatorPath
+    leaf: LeafOp
+    ctx: TargetContext
+    profile_id: int
+    interpolate: bool = True
+    exclude: frozenset[int] = frozenset()
+
+
+@dataclass
+class Attempt:
+    """The outcome of one kernel on one path: a result, or why not."""
+
+    kernel: str
+    result: QueryResult | None = None
+    reason: Reason | None = None
+    message: str = ""
+    target: Extraction | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "reason": self.reason.value if self.reason else None,
+                "message": self.message, **self.notes}
+
+
+class PathRunner:
+    def __init__(self, queries: CandidateQueries, triangulations: TriangulationCache) -> None:
+        self.queries = queries
+        self.triangulations = triangulations
+
+    def run(self, req: PathRequest) -> Attempt:
+        kernel = req.ctx.kernel_type
+        attempt = Attempt(kernel)
+        if not self.queries.kernel_present(req.profile_id, kernel):
+            return _fail(attempt, Reason.CSV_NOT_FOUND, f"no {kernel}.csv in this version")
+        target = req.path.target_regime(req.leaf, req.ctx)
+        if isinstance(target, Refusal):
+            attempt.notes["target_fields"] = dict(target.fields)
+            return _fail(attempt, target.reason, target.message)
+        attempt.target = target
+        exact = self._exact(req, target, attempt)
+        if exact is not None or attempt.reason is not None:
+            attempt.result = exact
+            return attempt
+        if not req.interpolate:
+            return _fail(attempt, Reason.INTERPOLATION_DISABLED, "exact coordinate not measured")
+        return self._interpolate(req, target, attempt)
+
+    def _exact(self, req: PathRequest, target: Extraction, attempt: Attempt) -> QueryResult | None:
+        rows = self.queries.points_at(req.profile_id, attempt.kernel, req.path.name,
+                                      target.regime_key, target.axes, req.exclude)
+        if not rows:
+            return None
+        policy = req.ctx.policy
+        outcome = merge_coordinate(rows, column_rank(policy),
+                                   unique_required=policy.require_semantic_unique,
+                                   semantic=target.semantic)
+        if outcome.merged is None:
+            if outcome.ambiguous:
+                _fail(attempt, Reason.AMBIGUOUS_DUPLICATES,
+                      f"rows at the exact coordinate disagree ({'; '.join(outcome.notes)}) "
+                      "and the kernel requires semantically unique rows")
+                attempt.notes["ambiguous_rows"] = outcome.ambiguous
+            return None
+        merged = outcome.merged
+        details = self._success_details(req, target, "exact_coordinate", 0)
+        details.update(matched_rows=[r.provenance() for r in merged.rows],
+                       latency_column=merged.latency_column, candidate_count=len(merged.rows))
+        if merged.duplicates:
+            details["duplicates"] = merged.duplicates
+        return QueryResult.measured(merged.latency_us, **details)
+
+    def _interpolate(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt:
+        policy = req.ctx.policy
+        ceiling = _ceiling(req.path, policy)
+        regime_slice = self.queries.regime_slice(req.profile_id, attempt.kernel, req.path.name,
+                                                 target.regime_key, req.exclude)
+        if len(regime_slice) == 0:
+            return self._regime_mismatch(req, target, attempt)
+        tried: list[dict[str, Any]] = []
+        for group in req.path.groups_for(target):
+            if len(group) > ceiling:
+                tried.append({"axes": _names(req.path, group), "outcome": "dimension_blocked",
+                              "ceiling": ceiling})
+                continue
+            found = self._group(req, target, regime_slice, group, tried)
+            if found is not None:
+                details = self._success_details(req, target, found[0], len(group))
+                details.update(found[1], interpolation_path=tried)
+                confidence = CONFIDENCE_BY_DIM[len(group)]
+                attempt.result = QueryResult.interpolated(found[2], confidence, **details)
+                return attempt
+        attempt.notes["interpolation_path"] = tried
+        return _fail(attempt, *_miss_reason(tried))
+
+    def _group(
+        self,
+        req: PathRequest,
+        target: Extraction,
+        regime_slice: RegimeSlice,
+        group: tuple[int, ...],
+        tried: list[dict[str, Any]],
+    ) -> tuple[str, dict[str, Any], float] | None:
+        """Interpolate on one axis group, one latency column at a time (source purity)."""
+        fixed = [i for i in range(len(target.axes)) if i not in group]
+        mask = np.ones(len(regime_slice), dtype=bool)
+        for i in fixed:
+            mask &= regime_slice.axes[:, i] == target.axes[i]
+        rows = [r for r, keep in zip(regime_slice.rows, mask) if keep]
+        policy = req.ctx.policy
+        rank = column_rank(policy)
+        by_column: dict[str, list[MeasuredRow]] = defaultdict(list)
+        for row in rows:
+            by_column[row.latency_column].append(row)
+        if not by_column:
+            tried.append({"axes": _names(req.path, group), "outcome": "insufficient_candidates",
+                          "candidates": 0, "message": "no point shares the fixed axes"})
+        for column in sorted(by_column, key=lambda c: rank.get(c, len(rank))):
+            points, values, merged, ambiguous = _merge_points(
+                by_column[column], group, target.semantic, rank, policy.require_semantic_unique)
+            transforms = req.path.axis_transforms(policy)
+            coords = _transform(points, [transforms[i] for i in group])
+            goal = _transform(np.array([[target.axes[i] for i in group]]),
+                              [transforms[i] for i in group])[0]
+            geometry = self._geometry(req, target, group, column, coords, values, goal)
+            record = {"axes": _names(req.path, group), "latency_column": column,
+                      "candidates": len(points), "ambiguous_excluded": ambiguous,
+                      "outcome": geometry.diagnostic.value, "message": geometry.message}
+            tried.append(record)
+            if geometry.ok:
+                used = [merged[i] for i in geometry.vertices]
+                details = {
+                    "latency_column": column,
+                    "candidate_count": len(points),
+                    "boundary": geometry.boundary,
+                    "matched_rows": [
+                        {**row.provenance(), "weight": w, "merged_rows": n}
+                        for (row, n), w in zip(used, geometry.weights)
+                    ],
+                }
+                method = "linear_1d" if len(group) == 1 else f"simplex_{len(group)}d"
+                return method, details, float(geometry.value)
+        return None
+
+    def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
+                  column: str, coords: np.ndarray, values: np.ndarray,
+                  goal: np.ndarray) -> GeometryResult:
+        names = _names(req.path, group)
+        if len(group) == 1:
+            return interpolate_1d(coords[:, 0], values, float(goal[0]), axis_name=names[0])
+        key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
+               tuple(target.axes[i] for i in range(len(target.axes)) if i not in group),
+               column, target.semantic, req.exclude)
+        tri = self.triangulations.get_or_build(key, coords) if len(coords) > len(group) else None
+        if isinstance(tri, GeometryResult):
+            return tri
+        return interpolate_simplex(coords, values, goal, triangulation=tri, axis_names=names)
+
+    def _regime_mismatch(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt:
+        points, regimes = self.queries.regime_stats(req.profile_id, attempt.kernel, req.path.name)
+        refusals = self.queries.refusal_counts(req.profile_id, attempt.kernel, req.path.name)
+        attempt.notes.update(kernel_points=points, kernel_regimes=regimes,
+                             path_refusals=refusals)
+        if points == 0 and refusals:
+            return _fail(attempt, Reason.REGIME_MISMATCH,
+                         f"every {attempt.kernel} row was refused by the {req.path.name} path")
+        return _fail(attempt, Reason.REGIME_MISMATCH,
+                     f"no {attempt.kernel} row shares the target regime "
+                     f"({points} points in {regimes} other regimes)")
+
+    def _success_details(self, req: PathRequest, target: Extraction, method: str,
+                         dim: int) -> dict[str, Any]:
+        entry = req.ctx.entry
+        return {
+            "kernel_type": req.ctx.kernel_type,
+            "query_mode": entry.query_mode,
+            "compute_subcategory": entry.compute_subcategory,
+            "path": req.path.name,
+            "method": method,
+            "interpolation_dim": dim,
+            "axes": dict(zip(req.path.axis_names, target.axes)),
+            "target_regime": dict(target.regime),
+            **req.path.describe(target),
+        }
+
+
+def _fail(attempt: Attempt, reason: Reason, message: str) -> Attempt:
+    attempt.reason = reason
+    attempt.message = message
+    return attempt
+
+
+def _ceiling(path: OperatorPath, policy: KernelPolicy) -> int:
+    if policy.max_interpolation_dim is None:
+        return path.ceiling
+    return min(path.ceiling, policy.max_interpolation_dim)
+
+
+def _names(path: OperatorPath, group: Sequence[int]) -> list[str]:
+    return [path.axis_names[i] for i in group]
+
+
+def _transform(points: np.ndarray, transforms: Sequence) -> np.ndarray:
+    out = np.array(points, dtype=float, copy=True)
+    for j, fn in enumerate(transforms):
+        if fn is not None:
+            out[:, j] = [fn(v) for v in out[:, j]]
+    return out
+
+
+def _merge_points(
+    rows: Sequence[MeasuredRow], group: Sequence[int], semantic: str | None,
+    rank: dict[str, int], unique_required: bool,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[MeasuredRow, int]], int]:
+    """Candidate coordinates of one column with duplicates merged (median) or, when the
+    kernel requires unique rows and they disagree, left out."""
+    by_coordinate: dict[tuple[float, ...], list[MeasuredRow]] = defaultdict(list)
+    for row in rows:
+        by_coordinate[tuple(row.axes[i] for i in group)].append(row)
+    points, values, merged, ambiguous = [], [], [], 0
+    for coordinate in sorted(by_coordinate):
+        outcome = merge_coordinate(by_coordinate[coordinate], rank,
+                                   unique_required=unique_required, semantic=semantic)
+        ambiguous += outcome.ambiguous
+        if outcome.merged is None:
+            continue
+        points.append(coordinate)
+        values.append(outcome.merged.latency_us)
+        merged.append((outcome.merged.rows[0], len(outcome.merged.rows)))
+    array = np.array(points, dtype=float).reshape(len(points), len(group))
+    return array, np.array(values, dtype=float), merged, ambiguous
+
+
+_REASON_PRIORITY = (
+    Reason.LATENCY_INVALID,
+    Reason.OUTSIDE_CONVEX_HULL,
+    Reason.OUTSIDE_RANGE,
+    Reason.DEGENERATE_CANDIDATES,
+    Reason.INSUFFICIENT_CANDIDATES,
+)
+
+
+def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:
+    """The most telling reason among the group attempts. A blocked group wins: the answer
+    needed a dimension that max_interpolation_dim forbids."""
+    attempted = {t["outcome"]: t.get("message", "") for t in tried
+                 if t["outcome"] != "dimension_blocked"}
+    blocked = [t for t in tried if t["outcome"] == "dimension_blocked"]
+    if blocked:
+        lower = "; ".join(f"{k}: {v}" for k, v in attempted.items())
+        return Reason.DIMENSION_BLOCKED, (
+            f"axis groups above max_interpolation_dim {blocked[0]['ceiling']} are blocked"
+            + (f" and lower ones missed ({lower})" if lower else ""))
+    for reason in _REASON_PRIORITY:
+        if reason.value in attempted:
+            return reason, attempted[reason.value]
+    return Reason.INSUFFICIENT_CANDIDATES, "no axis group had enough candidates"

@@ -1,0 +1,116 @@
+"""The one small interface every capability path implements.
+
+A path says how to read a regime and axes from a CSV row (ingest calls
+``row_regime``) and from a leaf operator (lookup calls ``target_regime``). The two
+live side by side in the path's module so they cannot drift. Everything else —
+SQL candidates, geometry, guards, details — is the engine's, shared by all paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from store.result import Reason
+from store.rows import CsvRow
+
+if TYPE_CHECKING:
+    from store.leaf import LeafOp
+    from store.mapping import KernelPolicy, MappingEntry
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """A regime (exact-match fields) and a coordinate (continuous axes).
+
+    ``semantic`` optionally distinguishes rows that share regime and coordinate
+    without being a regime field (per-request KV lengths); lookups that carry the
+    same information can pick the matching row, and rows that differ in it are never
+    merged into one median.
+    """
+
+    regime: Mapping[str, Any]
+    axes: tuple[float, ...]
+    semantic: str | None = None
+
+    @property
+    def regime_key(self) -> str:
+        return regime_key(self.regime)
+
+
+def regime_key(regime: Mapping[str, Any]) -> str:
+    """Canonical text of a regime: the same fields give the same key on both sides."""
+    return json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row or a target cannot enter a path."""
+
+    reason: Reason
+    message: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """What ingest knows about a row beyond its cells."""
+
+    kernel_type: str
+    policy: KernelPolicy
+    tc_input_counts: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class TargetContext:
+    """What lookup knows about a target beyond the leaf: the mapping entry and the kernel tried."""
+
+    entry: MappingEntry
+    kernel_type: str
+    policy: KernelPolicy
+
+
+AxisTransform = Callable[[float], float]
+
+
+class OperatorPath:
+    """Base class of the capability paths. Subclasses set the class attributes and
+    implement the two extraction methods."""
+
+    name: ClassVar[str]
+    selectors: ClassVar[frozenset[str]]
+    axis_names: ClassVar[tuple[str, ...]]
+    axis_groups: ClassVar[tuple[tuple[int, ...], ...]]
+    ceiling: ClassVar[int]
+    owns_exact: ClassVar[bool] = False
+    kernels: ClassVar[frozenset[str]] = frozenset()
+    """Kernels this path always interprets at ingest, whatever the mapping says."""
+
+    def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
+        raise NotImplementedError
+
+    def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
+        raise NotImplementedError
+
+    def axis_transforms(self, policy: KernelPolicy) -> tuple[AxisTransform | None, ...]:
+        """Per-axis coordinate transform applied before geometry (identity by default)."""
+        return tuple(None for _ in self.axis_names)
+
+    def groups_for(self, target: Extraction) -> tuple[tuple[int, ...], ...]:
+        """Axis groups usable for this target, low dimension first."""
+        n = len(target.axes)
+        return tuple(g for g in self.axis_groups if max(g) < n)
+
+    def exact_owner_for(self, leaf: LeafOp) -> bool:
+        """Whether this leaf skips the base exact lookup (RFC §3.1)."""
+        return self.owns_exact
+
+    def describe(self, extraction: Extraction) -> dict[str, Any]:
+        """Capability fields for the result details (EP, scale mode, …)."""
+        return {}
+
+
+def refuse(reason: Reason, message: str, **fields: Any) -> Refusal:
+    return Refusal(reason, message, dict(fields))

@@ -1,0 +1,129 @@
+"""Phase 1 generic compute: one continuous axis, everything else fixed.
+
+The axis is ``axis_0`` (the first dimension of the first input after an optional
+leading batch 1) or ``output_numel`` (the first output's element count), chosen per
+kernel by ``interpolation_policy.kernel_overrides.<k>.generic_compute.axis``.
+
+Regime, ``axis_0`` mode: kernel, input count, dtypes, and the shape signature of the
+inputs where a leading dimension equal to the token count is written ``T`` (inputs
+that share the token dimension move with it; every other dimension stays fixed).
+Regime, ``output_numel`` mode: kernel, input count, dtypes, and each tensor's rank
+and last dimension (hidden sizes fixed, row counts free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from store.dtypes import to_profiler_dtype
+from store.leaf import LeafOp
+from store.normalizers import normalize_target_inputs
+from store.paths.base import (
+    Extraction,
+    OperatorPath,
+    Refusal,
+    RowContext,
+    TargetContext,
+    refuse,
+)
+from store.result import Reason
+from store.rows import CsvRow
+from store.shapes import Shape, numel, restore_fractal_nz, strip_leading_batch
+
+
+class GenericComputePath(OperatorPath):
+    name = "generic"
+    selectors = frozenset({"generic"})
+    axis_names = ("axis_0",)
+    axis_groups = ((0,),)
+    ceiling = 1
+
+    def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
+        present = row.present_inputs()
+        if not present:
+            return refuse(Reason.TARGET_UNAVAILABLE, "row has no input tensors")
+        outputs = [s.shape for s in row.present_outputs()]
+        counts = {len(present)} | {n for n in ctx.tc_input_counts if n <= len(present)}
+        extractions = []
+        for n in sorted(counts):
+            found = generic_extraction(
+                ctx.kernel_type,
+                [s.shape for s in present[:n]],
+                [s.dtype for s in present[:n]],
+                outputs,
+                ctx.policy.generic_axis,
+            )
+            if isinstance(found, Refusal):
+                return found
+            extractions.append(found)
+        return extractions
+
+    def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
+        shapes, dtypes = target_signature(leaf, ctx)
+        if not shapes:
+            return refuse(Reason.TARGET_UNAVAILABLE, "leaf has no input tensors")
+        outputs = [o.shape for o in leaf.outputs]
+        return generic_extraction(ctx.kernel_type, shapes, dtypes, outputs, ctx.policy.generic_axis)
+
+
+def target_signature(leaf: LeafOp, ctx: TargetContext) -> tuple[list[Shape], list[str]]:
+    """The target's input shapes and profiler dtypes as the base lookup sees them:
+    kernel normaliser applied, first ``tc_input_count`` tensors, FRACTAL_NZ restored,
+    float16 read as DT_BF16 (the Phase 1 rule)."""
+    tensors = normalize_target_inputs(ctx.kernel_type, leaf.tensor_inputs())
+    if ctx.entry.tc_input_count:
+        tensors = tensors[: ctx.entry.tc_input_count]
+    shapes = [
+        restore_fractal_nz(t.shape) if t.format == "FRACTAL_NZ" else t.shape for t in tensors
+    ]
+    return shapes, [to_profiler_dtype(t.dtype) for t in tensors]
+
+
+def generic_extraction(
+    kernel: str,
+    shapes: Sequence[Shape],
+    dtypes: Sequence[str],
+    outputs: Sequence[Shape],
+    axis_mode: str,
+) -> Extraction | Refusal:
+    if axis_mode == "output_numel":
+        return _numel_extraction(kernel, shapes, dtypes, outputs)
+    first = strip_leading_batch(shapes[0])
+    if not first:
+        return refuse(Reason.TARGET_UNAVAILABLE, "first input is a scalar: no axis_0")
+    tokens = first[0]
+    signature = ";".join(_token_pattern(strip_leading_batch(s), tokens) for s in shapes)
+    regime = {
+        "kernel": kernel,
+        "axis": "axis_0",
+        "input_count": len(shapes),
+        "dtypes": ";".join(dtypes),
+        "shape_signature": signature,
+    }
+    return Extraction(regime, (float(tokens),))
+
+
+def _token_pattern(shape: Shape, tokens: int) -> str:
+    if shape and shape[0] == tokens:
+        return ",".join(["T", *(str(d) for d in shape[1:])])
+    return ",".join(str(d) for d in shape) if shape else "()"
+
+
+def _numel_extraction(
+    kernel: str, shapes: Sequence[Shape], dtypes: Sequence[str], outputs: Sequence[Shape]
+) -> Extraction | Refusal:
+    if not outputs:
+        return refuse(Reason.TARGET_UNAVAILABLE, "output_numel axis needs an output shape")
+    signature = ";".join(_rank_and_last(s) for s in shapes) + "->" + _rank_and_last(outputs[0])
+    regime = {
+        "kernel": kernel,
+        "axis": "output_numel",
+        "input_count": len(shapes),
+        "dtypes": ";".join(dtypes),
+        "shape_signature": signature,
+    }
+    return Extraction(regime, (float(numel(outputs[0])),))
+
+
+def _rank_and_last(shape: Shape) -> str:
+    return f"r{len(shape)}:{shape[-1]}" if shape else "r0"

@@ -1,0 +1,76 @@
+"""What a lookup returns: a latency with its source and the evidence, or a miss with its reason."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class QuerySource(str, enum.Enum):
+    MEASURED = "MEASURED"
+    INTERPOLATED = "INTERPOLATED"
+    PARTIAL = "PARTIAL"
+
+
+class Reason(str, enum.Enum):
+    """Stable snake_case codes: why a lookup missed (or, for notes, why it answered 0)."""
+
+    INVALID_DESCRIPTOR = "invalid_descriptor"
+    UNMAPPED = "unmapped"
+    UNKNOWN_VERSION = "unknown_version"
+    CSV_NOT_FOUND = "csv_not_found"
+    NO_EXACT_MATCH = "no_exact_match"
+    REGIME_MISMATCH = "regime_mismatch"
+    INSUFFICIENT_CANDIDATES = "insufficient_candidates"
+    DEGENERATE_CANDIDATES = "degenerate_candidates"
+    OUTSIDE_RANGE = "outside_range"
+    OUTSIDE_CONVEX_HULL = "outside_convex_hull"
+    LATENCY_INVALID = "latency_invalid"
+    DIMENSION_BLOCKED = "dimension_blocked"
+    TARGET_UNAVAILABLE = "target_unavailable"
+    REQUIRED_FIELD_MISSING = "required_field_missing"
+    UPSTREAM_LEAF_SEMANTICS_MISSING = "upstream_leaf_semantics_missing"
+    EP_SIZE_NOT_CONFIGURED = "ep_size_not_configured"
+    COMPUTE_SUBCATEGORY_UNKNOWN = "compute_subcategory_unknown"
+    COMMUNICATION_OWNED_BY_BASE = "communication_owned_by_base"
+    AMBIGUOUS_DUPLICATES = "ambiguous_duplicates"
+    INTERPOLATION_DISABLED = "interpolation_disabled"
+    NOT_INTERPOLATED = "not_interpolated"
+    PARTIAL_COMPOSITE = "partial_composite"
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One answer. ``latency_us`` is None exactly when the lookup missed."""
+
+    latency_us: float | None
+    source: QuerySource | None
+    confidence: float
+    reason: Reason | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hit(self) -> bool:
+        return self.latency_us is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "latency_us": self.latency_us,
+            "source": self.source.value if self.source else None,
+            "reason": self.reason.value if self.reason else None,
+            "confidence": self.confidence,
+            "details": self.details,
+        }
+
+    @classmethod
+    def miss(cls, reason: Reason, **details: Any) -> QueryResult:
+        return cls(None, None, 0.0, reason, dict(details))
+
+    @classmethod
+    def measured(cls, latency_us: float, confidence: float = 1.0, **details: Any) -> QueryResult:
+        return cls(latency_us, QuerySource.MEASURED, confidence, None, dict(details))
+
+    @classmethod
+    def interpolated(cls, latency_us: float, confidence: float, **details: Any) -> QueryResult:
+        return cls(latency_us, QuerySource.INTERPOLATED, confidence, None, dict(details))

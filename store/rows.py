@@ -1,0 +1,55 @@
+"""A profiling CSV row as the paths see it: parsed tensors, extra columns, selected latency."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from store.shapes import Shape, restore_fractal_nz
+
+FRACTAL_NZ = "FRACTAL_NZ"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One tensor position of a kernel: empty slots keep their position with ``shape=None``."""
+
+    shape: Shape | None
+    dtype: str
+    format: str
+    raw_shape: Shape | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.shape is not None
+
+    @classmethod
+    def from_cells(cls, shape: Shape | None, dtype: str, fmt: str) -> Slot:
+        fmt = fmt or "ND"
+        logical = restore_fractal_nz(shape) if shape is not None and fmt == FRACTAL_NZ else shape
+        return cls(logical, dtype, fmt, shape)
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    kernel_type: str
+    inputs: tuple[Slot, ...]
+    outputs: tuple[Slot, ...]
+    latency_us: float
+    latency_column: str
+    line_no: int = 0
+    extras: Mapping[str, str] = field(default_factory=dict)
+
+    def present_inputs(self) -> tuple[Slot, ...]:
+        return tuple(s for s in self.inputs if s.present)
+
+    def present_outputs(self) -> tuple[Slot, ...]:
+        return tuple(s for s in self.outputs if s.present)
+
+    def extra(self, column: str) -> str | None:
+        """The stripped text of an extra column; None when the column is absent."""
+        value = self.extras.get(column)
+        return None if value is None else value.strip()
+
+    def has_column(self, column: str) -> bool:
+        return column in self.extras

@@ -1,0 +1,316 @@
+"""The single definition of the database (SQLAlchemy Core). Alembic revisions create it.
+
+Layout, from coarse to fine:
+
+- ``profile_set``: one ingested version directory (vLLM-Ascend version or HCCL set).
+- ``kernel_file``: one CSV of a version, with its row accounting.
+- ``sample``: one accepted CSV data row, raw text kept, with its selected latency.
+- ``sample_key``: the base exact-lookup keys of a sample (input signature prefixes).
+- ``sample_point``: one path's interpretation of a sample: regime + up to three axes.
+  A CSV row can feed several paths (generic compute and a Phase 2 path), so it may
+  have several points; each is a row of its own.
+- ``path_refusal``: a sample that one path cannot use, with the reason.
+- ``rejected_row``: a data row that could not become a sample at all, with the reason.
+- ``op_mapping`` / ``interpolation_policy``: the version's op_mapping.yaml, normalised.
+- ``comm_sample``: HCCL communication measurements.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING)
+
+profile_set = Table(
+    "profile_set",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("alias", String(64), nullable=False, unique=True),
+    Column("device", String(128), nullable=False),
+    Column("framework", String(32), nullable=False),
+    Column("directory", String(256), nullable=False),
+    Column("source_path", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("ingested_at", String(32), nullable=False),
+    Column("files", Integer, nullable=False),
+    Column("rows_read", Integer, nullable=False),
+    Column("rows_accepted", Integer, nullable=False),
+    Column("rows_rejected", Integer, nullable=False),
+    Column("mapping_document", Text),
+    Column("mapping_problems", Text),
+)
+
+kernel_file = Table(
+    "kernel_file",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("file_name", String(256), nullable=False),
+    Column("file_hash", String(64), nullable=False),
+    Column("columns", Text, nullable=False),
+    Column("rows_read", Integer, nullable=False),
+    Column("rows_accepted", Integer, nullable=False),
+    Column("rows_rejected", Integer, nullable=False),
+    Column("refusal", Text),
+    Index("ix_kernel_file_profile_kernel", "profile_id", "kernel_type"),
+)
+
+sample = Table(
+    "sample",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("kernel_file_id", Integer, ForeignKey("kernel_file.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("line_no", Integer, nullable=False),
+    Column("raw_text", Text, nullable=False),
+    Column("input_shapes", Text, nullable=False),
+    Column("input_dtypes", Text, nullable=False),
+    Column("input_formats", Text, nullable=False),
+    Column("output_shapes", Text, nullable=False),
+    Column("output_dtypes", Text, nullable=False),
+    Column("output_formats", Text, nullable=False),
+    Column("latencies", Text, nullable=False),
+    Column("extras", Text, nullable=False),
+    Column("latency_us", Float, nullable=False),
+    Column("latency_column", String(64), nullable=False),
+    Index("ix_sample_profile_kernel", "profile_id", "kernel_type"),
+)
+
+sample_key = Table(
+    "sample_key",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("exact_key", Text, nullable=False),
+    Column("latency_us", Float, nullable=False),
+    Column("latency_column", String(64), nullable=False),
+    Index(
+        "ix_sample_key_lookup",
+        "profile_id",
+        "kernel_type",
+        "exact_key",
+        "latency_column",
+        "latency_us",
+        "sample_id",
+    ),
+)
+
+REGIME_COLUMNS: tuple[str, ...] = (
+    "input_count",
+    "dtypes",
+    "shape_signature",
+    "ep_size",
+    "topk",
+    "activation_dtype",
+    "weight_dtype",
+    "cache_dtype",
+    "cache_shape",
+    "gmm1_shape",
+    "gmm2_shape",
+    "quant_subtype",
+    "scale_mode",
+    "output_signature",
+    "broadcast_pattern",
+    "request_grouping",
+    "sparse_phase",
+)
+"""Regime fields that get a column of their own, so they can be inspected in SQL.
+
+The canonical ``regime_key`` holds every regime field of a path; these columns copy
+the ones a path sets (NULL otherwise)."""
+
+_INT_REGIME_COLUMNS = {"input_count", "ep_size", "topk"}
+
+sample_point = Table(
+    "sample_point",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("path", String(48), nullable=False),
+    Column("regime_key", Text, nullable=False),
+    *[
+        Column(name, Integer if name in _INT_REGIME_COLUMNS else Text)
+        for name in REGIME_COLUMNS
+    ],
+    Column("semantic_key", Text),
+    Column("axis_0", Float),
+    Column("axis_1", Float),
+    Column("axis_2", Float),
+    Column("latency_us", Float, nullable=False),
+    Column("latency_column", String(64), nullable=False),
+    Index(
+        "ix_sample_point_coordinate",
+        "profile_id",
+        "kernel_type",
+        "path",
+        "regime_key",
+        "axis_0",
+        "axis_1",
+        "axis_2",
+        "latency_column",
+        "latency_us",
+    ),
+)
+
+path_refusal = Table(
+    "path_refusal",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("path", String(48), nullable=False),
+    Column("reason", Text, nullable=False),
+    Index("ix_path_refusal_profile_kernel", "profile_id", "kernel_type", "path"),
+)
+
+rejected_row = Table(
+    "rejected_row",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("kernel_file_id", Integer, ForeignKey("kernel_file.id")),
+    Column("file_name", String(256), nullable=False),
+    Column("line_no", Integer, nullable=False),
+    Column("raw_text", Text, nullable=False),
+    Column("reason_code", String(64), nullable=False),
+    Column("reason", Text, nullable=False),
+    Index("ix_rejected_row_profile", "profile_id", "reason_code"),
+)
+
+op_mapping = Table(
+    "op_mapping",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("op", String(256), nullable=False),
+    Column("selector", String(48), nullable=False),
+    Column("kernel_type", String(128)),
+    Column("alternate_kernel_types", Text, nullable=False),
+    Column("query_mode", String(64)),
+    Column("compute_subcategory", String(64)),
+    Column("tc_input_count", Integer),
+    Column("zero_cost", Boolean, nullable=False),
+    Column("accepted_miss", Text),
+    Column("category", String(64)),
+    Column("composite", Boolean, nullable=False),
+    Column("sub_kernels", Text, nullable=False),
+    Column("raw", Text, nullable=False),
+    Index("ix_op_mapping_profile_op", "profile_id", "op", unique=True),
+)
+
+interpolation_policy = Table(
+    "interpolation_policy",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("kernel_type", String(128), nullable=False),
+    Column("max_interpolation_dim", Integer),
+    Column("generic_axis", String(32), nullable=False),
+    Column("axis_transform", String(32)),
+    Column("prefer_profiling_rows", Boolean, nullable=False),
+    Column("core_envelope_ratio", Float),
+    Column("require_semantic_unique", Boolean, nullable=False),
+    Index("ix_interpolation_policy_profile_kernel", "profile_id", "kernel_type", unique=True),
+)
+
+comm_sample = Table(
+    "comm_sample",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("kernel_file_id", Integer, ForeignKey("kernel_file.id"), nullable=False),
+    Column("collective", String(128), nullable=False),
+    Column("line_no", Integer, nullable=False),
+    Column("raw_text", Text, nullable=False),
+    Column("message_bytes", Float, nullable=False),
+    Column("num_devices", Integer, nullable=False),
+    Column("dtype", String(32)),
+    Column("topology_tier", String(64)),
+    Column("latency_us", Float, nullable=False),
+    Column("bandwidth_gbps", Float),
+    Index(
+        "ix_comm_sample_lookup",
+        "profile_id",
+        "collective",
+        "num_devices",
+        "topology_tier",
+        "message_bytes",
+        "latency_us",
+    ),
+)
+
+DATA_TABLES = (
+    comm_sample,
+    interpolation_policy,
+    op_mapping,
+    rejected_row,
+    path_refusal,
+    sample_point,
+    sample_key,
+    sample,
+    kernel_file,
+)
+"""Every table that hangs off a profile set, children first (the order to delete in)."""
+
+REGIMES_VIEW_SQL = """
+CREATE VIEW regimes AS
+SELECT p.alias AS version, sp.kernel_type, sp.path, sp.regime_key,
+       COUNT(*) AS points,
+       COUNT(DISTINCT sp.latency_column) AS latency_columns,
+       MIN(sp.axis_0) AS axis_0_min, MAX(sp.axis_0) AS axis_0_max,
+       MIN(sp.axis_1) AS axis_1_min, MAX(sp.axis_1) AS axis_1_max,
+       MIN(sp.axis_2) AS axis_2_min, MAX(sp.axis_2) AS axis_2_max
+FROM sample_point sp JOIN profile_set p ON p.id = sp.profile_id
+GROUP BY p.alias, sp.kernel_type, sp.path, sp.regime_key
+"""
+
+DUPLICATES_VIEW_SQL = """
+CREATE VIEW duplicates AS
+WITH ranked AS (
+  SELECT sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+         sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column, sp.latency_us, s.line_no,
+         ROW_NUMBER() OVER w AS rn,
+         COUNT(*) OVER (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+                        sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column) AS n
+  FROM sample_point sp JOIN sample s ON s.id = sp.sample_id
+  WINDOW w AS (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+               sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column ORDER BY sp.latency_us)
+)
+SELECT p.alias AS version, r.kernel_type, r.path, r.regime_key,
+       r.axis_0, r.axis_1, r.axis_2, r.latency_column,
+       MAX(r.n) AS rows_at_coordinate,
+       MIN(r.latency_us) AS latency_min,
+       AVG(CASE WHEN r.rn IN ((r.n + 1) / 2, (r.n + 2) / 2) THEN r.latency_us END)
+           AS latency_median,
+       MAX(r.latency_us) AS latency_max,
+       MIN(r.line_no) AS first_line
+FROM ranked r JOIN profile_set p ON p.id = r.profile_id
+WHERE r.n > 1
+GROUP BY p.alias, r.kernel_type, r.path, r.regime_key, r.axis_0, r.axis_1, r.axis_2,
+         r.latency_column
+"""

@@ -1,0 +1,88 @@
+"""Shape arithmetic shared by the CSV side (ingest) and the target side (lookup).
+
+Kept in one place so that both sides restore FRACTAL_NZ layouts, strip a leading
+batch 1 and spell shapes the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+Shape = tuple[int, ...]
+
+
+class ShapeParseError(ValueError):
+    """A profiler shape cell that is not a ``;``-separated list of ``,``-separated ints."""
+
+
+def parse_shape_cell(text: str) -> tuple[Shape | None, ...]:
+    """Parse a profiler shape cell: ``"a,b;c,d;;e"`` → ``((a, b), (c, d), None, (e,))``.
+
+    The profiler wraps the cell in literal quotes, which are removed. An empty slot stays
+    ``None`` at its position (positions are argument positions); ``()`` is a scalar.
+    """
+    body = text.strip().strip('"').strip()
+    if body == "":
+        return ()
+    return tuple(_parse_one_shape(part, text) for part in body.split(";"))
+
+
+def _parse_one_shape(part: str, cell: str) -> Shape | None:
+    part = part.strip()
+    if part == "":
+        return None
+    if part == "()":
+        return ()
+    dims = []
+    for item in part.split(","):
+        item = item.strip()
+        if not item.lstrip("-").isdigit():
+            raise ShapeParseError(f"unparsable shape {part!r} in {cell!r}")
+        value = int(item)
+        if value < 0:
+            raise ShapeParseError(f"negative dimension in shape {part!r} of {cell!r}")
+        dims.append(value)
+    return tuple(dims)
+
+
+def parse_list_cell(text: str) -> tuple[str, ...]:
+    """Split a ``;``-separated dtype or format cell, keeping empty slots as ``""``."""
+    body = text.strip().strip('"').strip()
+    if body == "":
+        return ()
+    return tuple(part.strip() for part in body.split(";"))
+
+
+def restore_fractal_nz(shape: Shape) -> Shape:
+    """``(…, H, W, bh, bw)`` → ``(…, H·bw, W·bh)``; shapes of rank < 4 are already logical."""
+    if len(shape) < 4:
+        return shape
+    *lead, h, w, bh, bw = shape
+    return (*lead, h * bw, w * bh)
+
+
+def strip_leading_batch(shape: Shape) -> Shape:
+    """Drop one leading dimension of 1 from a shape of rank ≥ 2."""
+    if len(shape) >= 2 and shape[0] == 1:
+        return shape[1:]
+    return shape
+
+
+def numel(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def leading_product(shape: Sequence[int]) -> int:
+    """Product of every dimension but the last (token rows of an activation)."""
+    return math.prod(shape[:-1]) if len(shape) >= 1 else 1
+
+
+def shape_text(shape: Shape | None) -> str:
+    if shape is None:
+        return ""
+    return ",".join(str(d) for d in shape) if shape else "()"
+
+
+def shapes_text(shapes: Iterable[Shape | None]) -> str:
+    return ";".join(shape_text(s) for s in shapes)

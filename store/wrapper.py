@@ -1,0 +1,187 @@
+"""The lookup flow of RFC §3.1: mapping → ownership → exact → path → result.
+
+1. Resolve the mapping entry; accounting entries (zero_cost, accepted_miss) answer 0.
+2. Communication goes to the base alpha-beta path; the wrapper never interpolates it.
+3. Exact ownership (moe_fused, compute_scale, quantized_matmul, non-scalar
+   elementwise) skips the base exact lookup; every other leaf gets it first and a
+   complete hit returns.
+4. The path runs per kernel, alternates in mapping order: exact coordinate, then
+   low-dimension-first interpolation inside the regime.
+5. A base PARTIAL is preserved when interpolation fails; every miss has a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from store.communication import CommunicationLookup
+from store.exact import BaseExact, composite, sub_entry
+from store.leaf import LeafOp
+from store.mapping import MappingEntry, VersionMapping
+from store.path_lookup import Attempt, PathRequest, PathRunner
+from store.paths.base import OperatorPath, TargetContext
+from store.paths.registry import path_for
+from store.result import QueryResult, QuerySource, Reason
+
+NO_INTERPOLATION_SELECTORS = {"composite"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    id: int
+    alias: str
+    mapping: VersionMapping
+    comm_profile_id: int | None
+
+
+@dataclass(frozen=True)
+class LookupOptions:
+    interpolation: bool = True
+    exclude: frozenset[int] = frozenset()
+
+
+class Dispatcher:
+    def __init__(self, base: BaseExact, runner: PathRunner, comm: CommunicationLookup) -> None:
+        self.base = base
+        self.runner = runner
+        self.comm = comm
+
+    def lookup(self, leaf: LeafOp, profile: Profile, options: LookupOptions) -> QueryResult:
+        entry = profile.mapping.entry(leaf.op)
+        if entry is None:
+            return QueryResult.miss(Reason.UNMAPPED, op=leaf.op,
+                                    message=f"{leaf.op} is not in the {profile.alias} mapping")
+        result = self._dispatch(leaf, entry, profile, options)
+        result.details.setdefault("op", leaf.op)
+        result.details.setdefault("selector", entry.selector)
+        return result
+
+    def _dispatch(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+                  options: LookupOptions) -> QueryResult:
+        selector = entry.selector
+        if selector == "zero_cost":
+            return QueryResult.measured(0.0, method="zero_cost",
+                                        note="mapping marks this op zero_cost")
+        if selector == "accepted_miss":
+            return QueryResult.measured(0.0, method="accepted_miss", note=entry.accepted_miss)
+        if selector == "communication":
+            return self.comm.lookup(leaf, entry.kernels, profile.comm_profile_id)
+        if selector == "composite":
+            return self._composite(leaf, entry, profile, options)
+        if selector == "compute_subcategory_unknown":
+            return QueryResult.miss(
+                Reason.COMPUTE_SUBCATEGORY_UNKNOWN,
+                message=f"unknown compute_subcategory {entry.compute_subcategory!r}")
+        path = path_for(selector, entry.kernels[0] if entry.kernels else "")
+        if path is None or not entry.kernels:
+            return QueryResult.miss(Reason.UNMAPPED, message=f"no path for selector {selector}")
+        return self._with_path(leaf, entry, profile, options, path)
+
+    def _with_path(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+                   options: LookupOptions, path: OperatorPath) -> QueryResult:
+        owns_exact = path.exact_owner_for(leaf)
+        base, base_attempts = None, []
+        if not owns_exact or not options.interpolation:
+            base, base_attempts = self._base(leaf, entry, profile, options, path)
+            if base is not None and base.source is not QuerySource.PARTIAL:
+                base.details.setdefault("exact_owner", "base")
+                return base
+        if not options.interpolation:
+            return base or _miss_from(base_attempts, [], leaf, "interpolation disabled")
+        attempts = []
+        for kernel in entry.kernels:
+            ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
+            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id, True,
+                                                  options.exclude))
+            attempts.append(attempt)
+            if attempt.result is not None:
+                return _finish(attempt.result, entry, kernel, owns_exact, base_attempts)
+        if base is not None:
+            base.details["interpolation_attempts"] = [a.summary() for a in attempts]
+            return base
+        return _miss_from(base_attempts, attempts, leaf, "")
+
+    def _base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile, options: LookupOptions,
+              path: OperatorPath) -> tuple[QueryResult | None, list[Attempt]]:
+        if entry.selector == "elementwise":
+            return self.base.elementwise(leaf, entry, profile.mapping, profile.id,
+                                         options.exclude)
+        return self.base.lookup(leaf, entry, profile.mapping, profile.id, options.exclude)
+
+    def _composite(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+                   options: LookupOptions) -> QueryResult:
+        if not entry.sub_kernels:
+            return QueryResult.miss(
+                Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
+                message="composite decomposed upstream: query its leaf operators instead")
+
+        def one(kernel: str) -> QueryResult:
+            if kernel.startswith("hcom_"):
+                return self.comm.lookup(leaf, (kernel,), profile.comm_profile_id)
+            result, attempts = self.base.lookup(leaf, sub_entry(entry, kernel), profile.mapping,
+                                                profile.id, options.exclude)
+            return result or _miss_from(attempts, [], leaf, "")
+
+        result = composite(leaf, entry, one)
+        if any(k.startswith("hcom_") for k in entry.sub_kernels):
+            result.details["interpolation"] = (
+                "not interpolated: the op has communication children, owned by the base")
+        return result
+
+
+def _finish(result: QueryResult, entry: MappingEntry, kernel: str, owns_exact: bool,
+            base_attempts: list[Attempt]) -> QueryResult:
+    if kernel != entry.kernels[0]:
+        result.details["fallback_from"] = entry.kernels[0]
+    result.details["exact_owner"] = "path" if owns_exact else "base"
+    if base_attempts:
+        result.details["base_attempts"] = [a.summary() for a in base_attempts]
+    return result
+
+
+def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: LeafOp,
+               note: str) -> QueryResult:
+    """A miss whose reason is the most specific one among the attempts."""
+    chosen = _primary_reason(attempts or base_attempts)
+    details: dict[str, Any] = {
+        "attempted_kernels": [a.summary() for a in attempts],
+        "base_attempts": [a.summary() for a in base_attempts],
+    }
+    target = next((a.target for a in attempts if a.target is not None), None)
+    if target is not None:
+        details["target_axes"] = list(target.axes)
+        details["target_regime"] = dict(target.regime)
+    geometry = [p for a in attempts for p in a.notes.get("interpolation_path", [])]
+    if geometry:
+        details["last_geometry"] = geometry[-1]
+    if note:
+        details["note"] = note
+    return QueryResult.miss(chosen, **details)
+
+
+_ORDER = (
+    Reason.EP_SIZE_NOT_CONFIGURED,
+    Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
+    Reason.REQUIRED_FIELD_MISSING,
+    Reason.TARGET_UNAVAILABLE,
+    Reason.AMBIGUOUS_DUPLICATES,
+    Reason.LATENCY_INVALID,
+    Reason.DIMENSION_BLOCKED,
+    Reason.OUTSIDE_CONVEX_HULL,
+    Reason.OUTSIDE_RANGE,
+    Reason.DEGENERATE_CANDIDATES,
+    Reason.INSUFFICIENT_CANDIDATES,
+    Reason.REGIME_MISMATCH,
+    Reason.NO_EXACT_MATCH,
+    Reason.INTERPOLATION_DISABLED,
+    Reason.CSV_NOT_FOUND,
+)
+
+
+def _primary_reason(attempts: list[Attempt]) -> Reason:
+    """The primary kernel's reason unless an alternate got further (a more specific one)."""
+    reasons = [a.reason for a in attempts if a.reason is not None]
+    if not reasons:
+        return Reason.NO_EXACT_MATCH
+    return min(reasons, key=lambda r: _ORDER.index(r) if r in _ORDER else len(_ORDER))
