@@ -12,8 +12,8 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from store.latency import LatencyError, select_latency
 from store.dtypes import is_known_profiler_dtype
+from store.latency import LatencyError, select_latency
 from store.mapping import KernelPolicy
 from store.rows import CsvRow, Slot
 from store.shapes import ShapeParseError, parse_list_cell, parse_shape_cell

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from ingest.csvfile import (
     LFS_MARKER,
     LFS_MESSAGE,
-    Rejected,
     RejectCode,
+    Rejected,
     data_lines,
     refuse_file,
     split_cells,

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from sqlalchemy import Connection, Table, func, insert, select
 
-from ingest.csvfile import Accepted, FileReadout, Rejected, RejectCode
+from ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from ingest.hccl import CommReadout
 from store import schema as t
 from store.exact_keys import row_keys, row_output_keys

@@ -10,7 +10,7 @@ import datetime
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -207,7 +207,19 @@ class VersionMapping:
         return self.entries.get(op) or self.entries.get(op.removeprefix("torch.ops."))
 
     def policy(self, kernel: str) -> KernelPolicy:
-        return self.policies.get(kernel) or KernelPolicy()
+        """The kernel's policy; an alternate kernel without its own axis policy inherits the
+        generic axis and axis transform of the primary kernel it stands in for (RFC §3.4.1:
+        "alternates inherit the axis")."""
+        own = self.policies.get(kernel) or KernelPolicy()
+        if {"generic_axis", "axis_transform"} & set(own.stated()):
+            return own
+        for entry in self.entries_for_kernel(kernel):
+            primary = entry.kernel_type or entry.primary_kernel_type
+            if primary and primary != kernel and primary in self.policies:
+                inherited = self.policies[primary]
+                return replace(own, generic_axis=inherited.generic_axis,
+                               axis_transform=inherited.axis_transform)
+        return own
 
     def kernels(self) -> set[str]:
         return set(self._kernel_index)

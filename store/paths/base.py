@@ -87,6 +87,9 @@ class OperatorPath:
     owns_exact: ClassVar[bool] = False
     kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels this path always interprets at ingest, whatever the mapping says."""
+    phase1_kernels: ClassVar[frozenset[str]] = frozenset()
+    """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
+    MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         raise NotImplementedError

@@ -1,17 +1,37 @@
-"""Which path serves which mapping selector, and which paths read which kernel at ingest."""
+"""Which path serves which mapping selector, and which paths read which kernel at ingest.
+
+Every ``OperatorPath`` subclass defined in a module of ``store.paths`` is registered.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
+import store.paths as package
 from store.mapping import VersionMapping
 from store.paths.base import OperatorPath
 from store.paths.generic import GenericComputePath
 
-GENERIC = GenericComputePath()
 
-ALL_PATHS: tuple[OperatorPath, ...] = (GENERIC,)
+def _discover() -> tuple[OperatorPath, ...]:
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    found: dict[str, OperatorPath] = {}
+    stack = list(OperatorPath.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "name" in cls.__dict__:
+            found.setdefault(cls.name, cls())
+    return tuple(found[name] for name in sorted(found))
+
+
+ALL_PATHS: tuple[OperatorPath, ...] = _discover()
+GENERIC = next(p for p in ALL_PATHS if isinstance(p, GenericComputePath))
 
 _BY_NAME = {p.name: p for p in ALL_PATHS}
-_BY_SELECTOR = {s: p for p in ALL_PATHS for s in p.selectors}
+_BY_SELECTOR = {s: p for p in ALL_PATHS for s in p.selectors if s != "generic"}
 
 
 def path_named(name: str) -> OperatorPath:
@@ -20,10 +40,7 @@ def path_named(name: str) -> OperatorPath:
 
 def phase1_path(kernel: str) -> OperatorPath:
     """The Phase 1 path a plain (selector ``generic``) mapping uses for this kernel."""
-    for path in ALL_PATHS:
-        if path.selectors & {"generic"} and kernel in path.kernels:
-            return path
-    return GENERIC
+    return next((p for p in ALL_PATHS if kernel in p.phase1_kernels), GENERIC)
 
 
 def path_for(selector: str, kernel: str) -> OperatorPath | None:
