@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One entry point for a newcomer:
+#   ./dev.sh demo    set up a virtualenv, generate the demo profiling data, ingest it, inspect, look up
+#   ./dev.sh test    set up the virtualenv and run the whole test suite
+#   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV="${PROFSTORE_VENV:-.venv}"
+
+setup() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+  fi
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -e ".[test,report,postgres]"
+}
+
+case "${1:-}" in
+  demo)
+    setup
+    "$VENV/bin/profstore" demo --dir "${2:-demo}" ;;
+  test)
+    setup
+    shift
+    "$VENV/bin/python" -m pytest -q "$@" ;;
+  bench)
+    setup
+    "$VENV/bin/profstore" bench --root "${2:-../shared/perfdb}" ;;
+  *)
+    echo "usage: ./dev.sh demo|test|bench" >&2
+    exit 2 ;;
+esac
