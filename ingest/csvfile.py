@@ -1,8 +1,10 @@
 """Read one kernel CSV: every data row becomes an accepted row or a rejected row with a reason.
 
-Nothing is lost: for every file, rows read = rows accepted + rows rejected. A file
-that cannot be read at all (a Git LFS pointer, undecodable bytes, missing required
-columns) rejects each of its lines with the file-level reason.
+Nothing is lost: for every file, rows read = rows accepted + rows rejected. A data row
+is a non-blank line after the header; blank (whitespace-only) lines are layout, not
+data, and are skipped without a record. A file that cannot be read at all (a Git LFS
+pointer, undecodable bytes, missing or duplicate columns) rejects each of its lines
+with the file-level reason, so the rows are still accounted for.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import csv
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from store.dtypes import is_known_profiler_dtype
 from store.latency import LatencyError, select_latency
@@ -33,6 +36,7 @@ LFS_MESSAGE = "this is a Git LFS pointer, not CSV content; run git lfs pull"
 class RejectCode(str, enum.Enum):
     COLUMN_COUNT = "column_count"
     CSV_SYNTAX = "csv_syntax"
+    TRUNCATED = "truncated_row"
     SHAPE_UNPARSABLE = "shape_unparsable"
     SLOT_COUNT_MISMATCH = "slot_count_mismatch"
     UNKNOWN_DTYPE = "unknown_dtype"
@@ -40,6 +44,7 @@ class RejectCode(str, enum.Enum):
     LFS_POINTER = "lfs_pointer"
     UNREADABLE_FILE = "unreadable_file"
     MISSING_COLUMNS = "missing_columns"
+    DUPLICATE_COLUMNS = "duplicate_columns"
     FIELD_INVALID = "field_invalid"
     MAPPING_PROBLEM = "mapping_problem"
 
@@ -74,16 +79,62 @@ class FileReadout:
         return len(self.accepted) + len(self.rejected)
 
 
-def data_lines(raw: bytes) -> tuple[str | None, list[tuple[int, str]]] | Rejected:
-    """Decode and split a file into (header, [(line_no, text), ...]); blank lines are skipped."""
+@dataclass
+class SplitText:
+    """A file cut into its header and data lines (line numbers are 1-based, physical).
+
+    ``decode_error`` is set when the bytes are not UTF-8 (the lines are then decoded
+    with replacement characters, only to be rejected). ``complete`` is False when the
+    last line has no line break: a cut-off last row is reported as truncated.
+    """
+
+    header: tuple[int, str] | None
+    lines: list[tuple[int, str]]
+    complete: bool = True
+    decode_error: str | None = None
+
+
+def split_text(raw: bytes) -> SplitText:
+    """Split on ``\\n`` (a trailing ``\\r`` is dropped), skipping blank lines."""
     try:
-        text = raw.decode("utf-8-sig")
+        text, problem = raw.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        return Rejected(0, "", RejectCode.UNREADABLE_FILE, f"not UTF-8 text: {exc}")
-    lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
-    if not lines:
-        return None, []
-    return lines[0][1], lines[1:]
+        text, problem = raw.decode("utf-8-sig", "replace"), f"not UTF-8 text: {exc}"
+    numbered = [
+        (i, line[:-1] if line.endswith("\r") else line)
+        for i, line in enumerate(text.split("\n"), start=1)
+    ]
+    kept = [(i, line) for i, line in numbered if line.strip()]
+    complete = text == "" or text.endswith("\n") or not numbered[-1][1].strip()
+    if not kept:
+        return SplitText(None, [], complete, problem)
+    return SplitText(kept[0], kept[1:], complete, problem)
+
+
+def file_refusal(header: tuple[int, str], split: SplitText, columns: Sequence[str],
+                 required: Sequence[str]) -> tuple[RejectCode, str, list[tuple[int, str]]] | None:
+    """Why a whole file cannot be read, with the lines to reject; None when it can.
+
+    A Git LFS pointer has no header: all of its lines are rejected."""
+    if split.decode_error:
+        return RejectCode.UNREADABLE_FILE, split.decode_error, split.lines
+    if header[1].startswith(LFS_MARKER):
+        return RejectCode.LFS_POINTER, LFS_MESSAGE, [header, *split.lines]
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        return (RejectCode.DUPLICATE_COLUMNS,
+                f"header repeats columns {repeated}: cells would be ambiguous", split.lines)
+    missing = [c for c in required if c not in columns]
+    if missing:
+        return RejectCode.MISSING_COLUMNS, f"file lacks required columns {missing}", split.lines
+    return None
+
+
+def header_columns(text: str) -> tuple[str, ...]:
+    try:
+        return tuple(c.strip() for c in next(csv.reader([text])))
+    except csv.Error:
+        return (text,)
 
 
 def refuse_file(readout: FileReadout, lines: Sequence[tuple[int, str]], code: RejectCode,
@@ -93,29 +144,48 @@ def refuse_file(readout: FileReadout, lines: Sequence[tuple[int, str]], code: Re
     return readout
 
 
+@dataclass(frozen=True)
+class ColumnLayout:
+    """A header classified once per file: which columns are latencies and which extras."""
+
+    columns: tuple[str, ...]
+    latency: tuple[str, ...]
+    extra: tuple[str, ...]
+
+    @classmethod
+    def of(cls, columns: Sequence[str]) -> ColumnLayout:
+        columns = tuple(columns)
+        return cls(columns, tuple(c for c in columns if is_latency_column(c)),
+                   tuple(c for c in columns if is_extra_column(c)))
+
+
 def read_kernel_csv(raw: bytes, kernel_type: str, policy: KernelPolicy) -> FileReadout:
     readout = FileReadout()
-    split = data_lines(raw)
-    if isinstance(split, Rejected):
-        readout.refusal = split.reason
-        readout.rejected.append(split)
+    split = split_text(raw)
+    if split.header is None:
         return readout
-    header_text, lines = split
-    if header_text is None:
-        return readout
-    if header_text.startswith(LFS_MARKER):
-        return refuse_file(readout, [(1, header_text), *lines], RejectCode.LFS_POINTER,
-                           LFS_MESSAGE)
-    columns = tuple(next(csv.reader([header_text])))
+    columns = header_columns(split.header[1])
+    refusal = file_refusal(split.header, split, columns, BASE_COLUMNS)
+    if refusal is not None:
+        return refuse_file(readout, refusal[2], refusal[0], refusal[1])
     readout.columns = columns
-    missing = [c for c in BASE_COLUMNS if c not in columns]
-    if missing:
-        return refuse_file(readout, lines, RejectCode.MISSING_COLUMNS,
-                           f"file lacks required columns {missing}")
-    for line_no, text in lines:
-        outcome = parse_kernel_line(line_no, text, columns, kernel_type, policy)
+    layout = ColumnLayout.of(columns)
+    last = split.lines[-1][0] if split.lines else None
+    for line_no, text in split.lines:
+        outcome = _parse_line(line_no, text, layout, kernel_type, policy)
+        if not split.complete and line_no == last:
+            outcome = mark_truncated(outcome)
         (readout.accepted if isinstance(outcome, Accepted) else readout.rejected).append(outcome)
     return readout
+
+
+def mark_truncated(outcome: Accepted | Rejected) -> Accepted | Rejected:
+    """A malformed last line without a line break is a cut-off file, and says so."""
+    if isinstance(outcome, Rejected) and outcome.code in (RejectCode.COLUMN_COUNT,
+                                                          RejectCode.CSV_SYNTAX):
+        return Rejected(outcome.line_no, outcome.raw_text, RejectCode.TRUNCATED,
+                        f"file ends mid-row (last line has no line break): {outcome.reason}")
+    return outcome
 
 
 def split_cells(line_no: int, text: str, columns: Sequence[str]) -> dict[str, str] | Rejected:
@@ -131,7 +201,12 @@ def split_cells(line_no: int, text: str, columns: Sequence[str]) -> dict[str, st
 
 def parse_kernel_line(line_no: int, text: str, columns: Sequence[str], kernel_type: str,
                       policy: KernelPolicy) -> Accepted | Rejected:
-    cells = split_cells(line_no, text, columns)
+    return _parse_line(line_no, text, ColumnLayout.of(columns), kernel_type, policy)
+
+
+def _parse_line(line_no: int, text: str, layout: ColumnLayout, kernel_type: str,
+                policy: KernelPolicy) -> Accepted | Rejected:
+    cells = split_cells(line_no, text, layout.columns)
     if isinstance(cells, Rejected):
         return cells
     try:
@@ -139,12 +214,12 @@ def parse_kernel_line(line_no: int, text: str, columns: Sequence[str], kernel_ty
         outputs = _slots(cells, "Output")
     except _RowError as exc:
         return Rejected(line_no, text, exc.code, str(exc))
-    latencies = latency_cells(cells)
+    latencies = {c: to_float(cells[c]) for c in layout.latency}
     try:
         choice = select_latency(cells, latencies, policy)
     except LatencyError as exc:
         return Rejected(line_no, text, RejectCode.LATENCY_INVALID, str(exc))
-    extras = {c: v for c, v in cells.items() if is_extra_column(c)}
+    extras = {c: cells[c] for c in layout.extra}
     row = CsvRow(kernel_type, inputs, outputs, choice.value, choice.column, line_no, extras)
     return Accepted(row, text, cells, latencies)
 
@@ -160,7 +235,7 @@ def _slots(cells: Mapping[str, str], side: str) -> tuple[Slot, ...]:
         shapes = parse_shape_cell(cells[f"{side} Shapes"])
     except ShapeParseError as exc:
         raise _RowError(RejectCode.SHAPE_UNPARSABLE, str(exc)) from exc
-    dtypes = parse_list_cell(cells[f"{side} Data Types"])
+    dtypes = _dtype_cell(cells[f"{side} Data Types"], side)
     formats = parse_list_cell(cells[f"{side} Formats"])
     if not (len(shapes) == len(dtypes) == len(formats)):
         raise _RowError(
@@ -168,10 +243,17 @@ def _slots(cells: Mapping[str, str], side: str) -> tuple[Slot, ...]:
             f"{side.lower()} slots disagree: {len(shapes)} shapes, {len(dtypes)} dtypes, "
             f"{len(formats)} formats",
         )
+    return tuple(Slot.from_cells(s, d, f) for s, d, f in zip(shapes, dtypes, formats))
+
+
+@lru_cache(maxsize=4096)
+def _dtype_cell(text: str, side: str) -> tuple[str, ...]:
+    """A dtype cell split and checked (cells repeat across rows, hence the cache)."""
+    dtypes = parse_list_cell(text)
     for dtype in dtypes:
         if dtype and not is_known_profiler_dtype(dtype):
             raise _RowError(RejectCode.UNKNOWN_DTYPE, f"unknown {side.lower()} dtype {dtype!r}")
-    return tuple(Slot.from_cells(s, d, f) for s, d, f in zip(shapes, dtypes, formats))
+    return dtypes
 
 
 def is_latency_column(column: str) -> bool:

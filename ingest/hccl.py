@@ -8,13 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ingest.csvfile import (
-    LFS_MARKER,
-    LFS_MESSAGE,
     RejectCode,
     Rejected,
-    data_lines,
+    file_refusal,
+    header_columns,
+    mark_truncated,
     refuse_file,
     split_cells,
+    split_text,
 )
 
 REQUIRED = ("message_bytes", "num_devices", "Duration(us)")
@@ -45,28 +46,23 @@ class CommReadout:
 
 
 def read_comm_csv(raw: bytes) -> CommReadout:
+    """Same line rules as kernel CSVs: rows read = accepted + rejected, blank lines skipped."""
     readout = CommReadout()
-    split = data_lines(raw)
-    if isinstance(split, Rejected):
-        readout.refusal = split.reason
-        readout.rejected.append(split)
+    split = split_text(raw)
+    if split.header is None:
         return readout
-    header_text, lines = split
-    if header_text is None:
+    columns = header_columns(split.header[1])
+    refusal = file_refusal(split.header, split, columns, REQUIRED)
+    if refusal is not None:
+        refuse_file(readout, refusal[2], refusal[0], refusal[1])
         return readout
-    if header_text.startswith(LFS_MARKER):
-        refuse_file(readout, [(1, header_text), *lines], RejectCode.LFS_POINTER, LFS_MESSAGE)
-        return readout
-    columns = tuple(c.strip() for c in header_text.split(","))
     readout.columns = columns
-    missing = [c for c in REQUIRED if c not in columns]
-    if missing:
-        refuse_file(readout, lines, RejectCode.MISSING_COLUMNS,
-                    f"file lacks required columns {missing}")
-        return readout
-    for line_no, text in lines:
+    last = split.lines[-1][0] if split.lines else None
+    for line_no, text in split.lines:
         cells = split_cells(line_no, text, columns)
         outcome = cells if isinstance(cells, Rejected) else _comm_row(line_no, text, cells)
+        if not split.complete and line_no == last:
+            outcome = mark_truncated(outcome)
         (readout.rejected if isinstance(outcome, Rejected) else readout.accepted).append(outcome)
     return readout
 

@@ -1,22 +1,54 @@
-"""Turn readouts into table rows and write them in batches (executemany)."""
+"""Turn readouts into table rows and write them in batches (executemany).
+
+The bulky tables are buffered as plain tuples in a fixed column order. On SQLite they
+go to the driver's ``executemany`` as they are: per-row parameter processing was a large
+share of ingest time, and the only bind processor these tables' types have on SQLite
+(Float → ``float()``) does what the column's REAL affinity does anyway. Other dialects,
+and the small mapping tables (Boolean columns), take SQLAlchemy's ordinary ``insert``.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import asdict
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import astuple
 
 from sqlalchemy import Connection, Table, func, insert, select
 
 from ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from ingest.hccl import CommReadout
 from store import schema as t
-from store.exact_keys import row_keys, row_output_keys
+from store.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
 from store.mapping import VersionMapping
 from store.paths.base import Refusal, RowContext
 from store.paths.registry import ingest_paths, tc_input_counts
 
 MAPPING_FILE_NAME = "op_mapping.yaml"
+
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "kernel_file": ("id", "profile_id", "kernel_type", "file_name", "file_hash", "columns",
+                    "rows_read", "rows_accepted", "rows_rejected", "refusal"),
+    "sample": ("id", "profile_id", "kernel_file_id", "kernel_type", "line_no", "raw_text",
+               "input_shapes", "input_dtypes", "input_formats", "output_shapes",
+               "output_dtypes", "output_formats", "latencies", "extras", "latency_us",
+               "latency_column"),
+    "sample_key": ("profile_id", "sample_id", "kernel_type", "exact_key", "latency_us",
+                   "latency_column"),
+    "sample_point": ("profile_id", "sample_id", "kernel_type", "path", "regime_key",
+                     *t.REGIME_COLUMNS, "semantic_key", "axis_0", "axis_1", "axis_2",
+                     "latency_us", "latency_column"),
+    "path_refusal": ("profile_id", "sample_id", "kernel_type", "path", "reason"),
+    "rejected_row": ("profile_id", "kernel_file_id", "file_name", "line_no", "raw_text",
+                     "reason_code", "reason"),
+    "comm_sample": ("profile_id", "kernel_file_id", "collective", "line_no", "raw_text",
+                    "message_bytes", "num_devices", "dtype", "topology_tier", "latency_us",
+                    "bandwidth_gbps"),
+}
+FLUSH_ORDER = (t.kernel_file, t.sample, t.sample_key, t.sample_point, t.path_refusal,
+               t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
+SAMPLE_CELLS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                "Output Data Types", "Output Formats")
 
 
 class RowWriter:
@@ -25,7 +57,9 @@ class RowWriter:
     def __init__(self, conn: Connection, profile_id: int) -> None:
         self.conn = conn
         self.profile_id = profile_id
-        self.buffers: dict[str, list[dict]] = {}
+        self.buffers: dict[str, list[tuple]] = {}
+        self.dicts: dict[str, list[dict]] = {}
+        self.keys = StrippedKeyPlanner()
         self._next_id = {
             name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1
             for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample))
@@ -36,21 +70,23 @@ class RowWriter:
         self._next_id[name] = value + 1
         return value
 
-    def _add(self, table: Table, row: dict) -> None:
+    def _add(self, table: Table, row: tuple) -> None:
         self.buffers.setdefault(table.name, []).append(row)
 
     def flush(self) -> None:
-        order = (t.kernel_file, t.sample, t.sample_key, t.sample_point, t.path_refusal,
-                 t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
-        for table in order:
+        for table in FLUSH_ORDER:
             rows = self.buffers.pop(table.name, None)
             if rows:
-                self.conn.execute(insert(table), rows)
+                bulk_insert(self.conn, table, COLUMNS[table.name], rows)
+            records = self.dicts.pop(table.name, None)
+            if records:
+                self.conn.execute(insert(table), records)
 
     def write_kernel_file(self, name: str, kernel: str, digest: str, readout: FileReadout,
                           mapping: VersionMapping) -> None:
         file_id = self._file_row(name, kernel, digest, readout)
-        ctx = RowContext(kernel, mapping.policy(kernel), tc_input_counts(kernel, mapping))
+        ctx = RowContext(kernel, mapping.policy(kernel), tc_input_counts(kernel, mapping),
+                         tuple(mapping.entries_for_kernel(kernel)))
         paths = ingest_paths(kernel, mapping)
         for accepted in readout.accepted:
             self._sample(file_id, kernel, accepted, ctx, paths)
@@ -60,88 +96,66 @@ class RowWriter:
                         readout: CommReadout) -> None:
         file_id = self._file_row(name, collective, digest, readout)
         for row in readout.accepted:
-            record = asdict(row)
-            record.update(profile_id=self.profile_id, kernel_file_id=file_id,
-                          collective=collective)
-            self._add(t.comm_sample, record)
+            self._add(t.comm_sample, (self.profile_id, file_id, collective, *astuple(row)))
         self._rejects(file_id, name, readout.rejected)
 
     def _file_row(self, name: str, kernel: str, digest: str,
                   readout: FileReadout | CommReadout) -> int:
         file_id = self._take_id("kernel_file")
-        self._add(t.kernel_file, {
-            "id": file_id,
-            "profile_id": self.profile_id,
-            "kernel_type": kernel,
-            "file_name": name,
-            "file_hash": digest,
-            "columns": json.dumps(list(readout.columns)),
-            "rows_read": readout.rows_read,
-            "rows_accepted": len(readout.accepted),
-            "rows_rejected": len(readout.rejected),
-            "refusal": readout.refusal,
-        })
+        self._add(t.kernel_file, (
+            file_id, self.profile_id, kernel, name, digest, json.dumps(list(readout.columns)),
+            readout.rows_read, len(readout.accepted), len(readout.rejected), readout.refusal,
+        ))
         return file_id
 
     def _sample(self, file_id: int, kernel: str, accepted: Accepted, ctx: RowContext,
                 paths: Iterable) -> None:
         row, cells = accepted.row, accepted.cells
         sample_id = self._take_id("sample")
-        self._add(t.sample, {
-            "id": sample_id,
-            "profile_id": self.profile_id,
-            "kernel_file_id": file_id,
-            "kernel_type": kernel,
-            "line_no": row.line_no,
-            "raw_text": accepted.raw_text,
-            "input_shapes": cells["Input Shapes"],
-            "input_dtypes": cells["Input Data Types"],
-            "input_formats": cells["Input Formats"],
-            "output_shapes": cells["Output Shapes"],
-            "output_dtypes": cells["Output Data Types"],
-            "output_formats": cells["Output Formats"],
-            "latencies": json.dumps(accepted.latencies),
-            "extras": json.dumps(dict(row.extras)),
-            "latency_us": row.latency_us,
-            "latency_column": row.latency_column,
-        })
-        common = {"profile_id": self.profile_id, "sample_id": sample_id, "kernel_type": kernel}
-        for key in row_keys(row) + row_output_keys(row):
-            self._add(t.sample_key, {**common, "exact_key": key, "latency_us": row.latency_us,
-                                     "latency_column": row.latency_column})
+        latency, column = row.latency_us, row.latency_column
+        self._add(t.sample, (
+            sample_id, self.profile_id, file_id, kernel, row.line_no, accepted.raw_text,
+            *(cells[c] for c in SAMPLE_CELLS),
+            latencies_json(accepted.latencies),
+            json.dumps(dict(row.extras)) if row.extras else "{}",
+            latency, column,
+        ))
+        keys, released = self.keys.admit(kernel, prefix_keys(row), (sample_id, latency, column))
+        rows = self.buffers.setdefault(t.sample_key.name, [])
+        rows += [(self.profile_id, sample_id, kernel, key, latency, column)
+                 for key in keys + row_output_keys(row)]
+        rows += [(self.profile_id, held[0], kernel, key, held[1], held[2])
+                 for key, held in released]
         for path in paths:
-            self._points(common, path, row, ctx)
+            self._points(sample_id, kernel, path, row, ctx)
 
-    def _points(self, common: dict, path, row, ctx: RowContext) -> None:  # noqa: ANN001
+    def _points(self, sample_id: int, kernel: str, path, row, ctx: RowContext) -> None:  # noqa: ANN001
         outcome = path.row_regime(row, ctx)
         if isinstance(outcome, Refusal):
-            self._add(t.path_refusal, {**common, "path": path.name,
-                                       "reason": f"{outcome.reason.value}: {outcome.message}"})
+            self._add(t.path_refusal, (self.profile_id, sample_id, kernel, path.name,
+                                       f"{outcome.reason.value}: {outcome.message}"))
             return
         for extraction in outcome:
-            axes = list(extraction.axes) + [None] * (3 - len(extraction.axes))
-            record = {**common, "path": path.name, "regime_key": extraction.regime_key,
-                      "semantic_key": extraction.semantic, "axis_0": axes[0],
-                      "axis_1": axes[1], "axis_2": axes[2], "latency_us": row.latency_us,
-                      "latency_column": row.latency_column}
-            for column in t.REGIME_COLUMNS:
-                record[column] = _column_value(extraction.regime.get(column))
-            self._add(t.sample_point, record)
+            axes = (*extraction.axes, None, None, None)[:3]
+            regime = extraction.regime
+            self._add(t.sample_point, (
+                self.profile_id, sample_id, kernel, path.name, extraction.regime_key,
+                *(_column_value(regime.get(c)) for c in t.REGIME_COLUMNS),
+                extraction.semantic, *axes, row.latency_us, row.latency_column,
+            ))
 
     def _rejects(self, file_id: int | None, name: str, rejected: Iterable[Rejected]) -> None:
         for r in rejected:
-            self._add(t.rejected_row, {
-                "profile_id": self.profile_id, "kernel_file_id": file_id, "file_name": name,
-                "line_no": r.line_no, "raw_text": r.raw_text, "reason_code": r.code.value,
-                "reason": r.reason,
-            })
+            self._add(t.rejected_row, (self.profile_id, file_id, name, r.line_no, r.raw_text,
+                                       r.code.value, r.reason))
 
     def reject_mapping(self, code: RejectCode, reason: str) -> None:
         self._rejects(None, MAPPING_FILE_NAME, [Rejected(0, "", code, reason)])
 
     def write_mapping(self, mapping: VersionMapping) -> None:
+        entries = self.dicts.setdefault(t.op_mapping.name, [])
         for op, entry in mapping.entries.items():
-            self._add(t.op_mapping, {
+            entries.append({
                 "profile_id": self.profile_id, "op": op, "selector": entry.selector,
                 "kernel_type": entry.kernel_type,
                 "alternate_kernel_types": json.dumps(list(entry.alternate_kernel_types)),
@@ -152,8 +166,9 @@ class RowWriter:
                 "composite": entry.composite, "sub_kernels": json.dumps(list(entry.sub_kernels)),
                 "raw": json.dumps(dict(entry.raw), sort_keys=True, default=str),
             })
+        policies = self.dicts.setdefault(t.interpolation_policy.name, [])
         for kernel, policy in mapping.policies.items():
-            self._add(t.interpolation_policy, {
+            policies.append({
                 "profile_id": self.profile_id, "kernel_type": kernel,
                 "max_interpolation_dim": policy.max_interpolation_dim,
                 "generic_axis": policy.generic_axis, "axis_transform": policy.axis_transform,
@@ -161,6 +176,42 @@ class RowWriter:
                 "core_envelope_ratio": policy.core_envelope_ratio,
                 "require_semantic_unique": policy.require_semantic_unique,
             })
+
+
+def bulk_insert(conn: Connection, table: Table, columns: Sequence[str],
+                rows: list[tuple]) -> None:
+    """Insert tuples given in ``columns`` order (see the module docstring)."""
+    if conn.dialect.name == "sqlite":
+        quote = conn.dialect.identifier_preparer.quote
+        names = ", ".join(quote(c) for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        conn.exec_driver_sql(f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})", rows)
+    else:
+        conn.execute(insert(table), [dict(zip(columns, row)) for row in rows])
+
+
+_JSON_KEYS: dict[str, str] = {}
+
+
+def latencies_json(latencies: Mapping[str, float | None]) -> str:
+    """The text ``json.dumps(latencies)`` gives, without the encoder's per-call cost."""
+    parts = []
+    for name, value in latencies.items():
+        key = _JSON_KEYS.get(name)
+        if key is None:
+            key = _JSON_KEYS[name] = json.dumps(name)
+        parts.append(f"{key}: {_json_float(value)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _json_float(value: float | None) -> str:
+    if value is None:
+        return "null"
+    if math.isfinite(value):
+        return float.__repr__(value)
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 def _column_value(value: object) -> object:

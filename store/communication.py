@@ -27,11 +27,13 @@ class CommPoint:
     line_no: int
 
 
-def message_bytes(leaf: LeafOp, devices: int, collective: str) -> float | None:
+def message_bytes(leaf: LeafOp, devices: int, collective: str,
+                  payload: TensorSpec | None = None) -> float | None:
+    """Bytes of ``payload`` (default: the first tensor argument), per rank for reduce-scatter."""
     tensors = leaf.tensor_inputs()
-    if not tensors:
+    if payload is None and not tensors:
         return None
-    first: TensorSpec = tensors[0]
+    first: TensorSpec = payload or tensors[0]
     size = first.numel * element_size(first.dtype)
     if "reducescatter" in collective.lower().replace("_", ""):
         return size / devices
@@ -39,8 +41,9 @@ def message_bytes(leaf: LeafOp, devices: int, collective: str) -> float | None:
 
 
 def device_count(leaf: LeafOp) -> int | None:
-    """Length of the ``rank_group`` argument (a list of ints), else ``context.num_devices``."""
-    for arg in leaf.args:
+    """Length of the ``rank_group`` argument (the last list of ints: earlier ones may be
+    split sizes), else ``context.num_devices``."""
+    for arg in reversed(leaf.args):
         if isinstance(arg, tuple) and arg and all(isinstance(v, int) for v in arg):
             return len(arg)
     return leaf.context.num_devices
@@ -51,7 +54,10 @@ class CommunicationLookup:
         self.engine = engine
         self._cache = LRU(256)
 
-    def lookup(self, leaf: LeafOp, kernels: tuple[str, ...], profile_id: int | None) -> QueryResult:
+    def lookup(self, leaf: LeafOp, kernels: tuple[str, ...], profile_id: int | None,
+               payload: TensorSpec | None = None) -> QueryResult:
+        """``payload`` is the communicated tensor when it is not the first argument (a fused
+        matmul + all-reduce composite reduces its output)."""
         if profile_id is None:
             return QueryResult.miss(Reason.CSV_NOT_FOUND,
                                     message="the version names no ingested HCCL data")
@@ -62,7 +68,7 @@ class CommunicationLookup:
                 message="communication needs a rank_group argument or context.num_devices")
         attempts = []
         for kernel in kernels:
-            result = self._kernel(leaf, kernel, devices, profile_id)
+            result = self._kernel(leaf, kernel, devices, profile_id, payload)
             if result.hit:
                 return result
             attempts.append({"kernel": kernel, "reason": result.reason.value,
@@ -70,11 +76,12 @@ class CommunicationLookup:
         reason = Reason(attempts[-1]["reason"]) if attempts else Reason.UNMAPPED
         return QueryResult.miss(reason, attempted_kernels=attempts)
 
-    def _kernel(self, leaf: LeafOp, collective: str, devices: int, profile_id: int) -> QueryResult:
+    def _kernel(self, leaf: LeafOp, collective: str, devices: int, profile_id: int,
+                payload: TensorSpec | None = None) -> QueryResult:
         points = self._points(profile_id, collective, devices)
         if points is None:
             return QueryResult.miss(Reason.CSV_NOT_FOUND, message=f"no {collective}.csv")
-        size = message_bytes(leaf, devices, collective)
+        size = message_bytes(leaf, devices, collective, payload)
         if size is None:
             return QueryResult.miss(Reason.TARGET_UNAVAILABLE, message="no tensor argument")
         target = {"message_bytes": size, "num_devices": devices,

@@ -59,7 +59,8 @@ def merge_coordinate(
     unique_required: bool,
     semantic: str | None = None,
 ) -> MergeOutcome:
-    """Merge the rows of one coordinate: the most preferred latency column wins."""
+    """Merge the rows of one coordinate: the most preferred latency column wins. Rows that
+    differ in their semantic discriminator never merge, whatever the policy says."""
     outcome = MergeOutcome()
     chosen = select_semantic(rows, semantic)
     outcome.other_semantics = len(rows) - len(chosen)
@@ -68,7 +69,8 @@ def merge_coordinate(
         by_column[row.latency_column].append(row)
     for column in sorted(by_column, key=lambda c: rank.get(c, len(rank))):
         group = by_column[column]
-        if unique_required and not rows_agree(group):
+        mixed_semantics = len({r.semantic for r in group}) > 1
+        if (unique_required or mixed_semantics) and not rows_agree(group):
             outcome.ambiguous += len(group)
             outcome.notes.append(f"{len(group)} rows in {column} disagree")
             return outcome

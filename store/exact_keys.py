@@ -1,14 +1,22 @@
 """Base exact-lookup keys: the input signature of a kernel call, row side and target side.
 
 A key spells the first ``n`` present input tensors as ``shape:dtype`` (FRACTAL_NZ
-already restored). Each row stores a key for every prefix ``n``, so an op mapping's
-``tc_input_count`` picks its prefix at lookup time, plus a batch-stripped variant
-(leading 1 removed from each shape) so ``[1, 4, 7168]`` and ``[4, 7168]`` meet.
+already restored). A row answers a raw key (``x``) for every prefix ``n``, so an op
+mapping's ``tc_input_count`` picks its prefix at lookup time, and a batch-stripped key
+(``b``, leading 1 removed from each shape) so ``[1, 4, 7168]`` and ``[4, 7168]`` meet.
+
+The lookup is two-phase: rows whose raw signature equals the target's, else rows whose
+stripped signature equals the target's stripped one (the stripped *class*).
+``StrippedKeyPlanner`` saves storage without changing that answer: a row whose shapes
+have nothing to strip stores its ``b`` key only when its class also holds a row that
+did strip; otherwise its class is exactly the rows with that raw signature, which
+``target_keys`` reaches through a third key (the raw spelling of the stripped target).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 from store.rows import CsvRow
 from store.shapes import Shape, shape_text, strip_leading_batch
@@ -24,21 +32,77 @@ def signature_key(kind: str, shapes: Sequence[Shape], dtypes: Sequence[str]) -> 
     return f"{kind}{len(shapes)}|{body}"
 
 
+@dataclass(frozen=True)
+class PrefixKeys:
+    """The keys of one input prefix of a row; ``strippable`` when stripping changed a shape."""
+
+    raw: str
+    stripped: str
+    strippable: bool
+
+
+def prefix_keys(row: CsvRow) -> list[PrefixKeys]:
+    """Raw and stripped keys of every input prefix, built in one pass over the slots."""
+    found: list[PrefixKeys] = []
+    raw_body = stripped_body = ""
+    strippable = False
+    for n, slot in enumerate(row.present_inputs(), start=1):
+        stripped = strip_leading_batch(slot.shape)
+        strippable = strippable or stripped != slot.shape
+        sep = ";" if n > 1 else ""
+        raw_body += f"{sep}{shape_text(slot.shape)}:{slot.dtype}"
+        stripped_body += f"{sep}{shape_text(stripped)}:{slot.dtype}"
+        found.append(PrefixKeys(f"{RAW}{n}|{raw_body}", f"{STRIPPED}{n}|{stripped_body}",
+                                strippable))
+    return found
+
+
 def row_keys(row: CsvRow) -> list[str]:
     """Every key a row answers: each input prefix, raw and batch-stripped."""
-    present = row.present_inputs()
-    shapes = [s.shape for s in present]
-    dtypes = [s.dtype for s in present]
-    keys: list[str] = []
-    for n in range(1, len(present) + 1):
-        keys.append(signature_key(RAW, shapes[:n], dtypes[:n]))
-        keys.append(signature_key(STRIPPED, shapes[:n], dtypes[:n]))
-    return keys
+    return [key for p in prefix_keys(row) for key in (p.raw, p.stripped)]
+
+
+class StrippedKeyPlanner:
+    """Chooses the keys one version's rows store (see the module docstring).
+
+    ``admit`` returns the keys to store for a row, and the stripped keys of earlier
+    rows that must now be stored too because this row made their class hold a
+    stripped row (each with the ``held`` token the earlier row was admitted with).
+    Rows are compared per kernel.
+    """
+
+    def __init__(self) -> None:
+        self._mixed: set[tuple[str, str]] = set()
+        self._held: dict[tuple[str, str], list[Hashable]] = {}
+
+    def admit(self, kernel: str, keys: Sequence[PrefixKeys], held: Hashable
+              ) -> tuple[list[str], list[tuple[str, Hashable]]]:
+        store: list[str] = []
+        released: list[tuple[str, Hashable]] = []
+        for p in keys:
+            store.append(p.raw)
+            klass = (kernel, p.stripped)
+            if p.strippable:
+                store.append(p.stripped)
+                if klass not in self._mixed:
+                    self._mixed.add(klass)
+                    released += [(p.stripped, h) for h in self._held.pop(klass, ())]
+            elif klass in self._mixed:
+                store.append(p.stripped)
+            else:
+                self._held.setdefault(klass, []).append(held)
+        return store, released
 
 
 def target_keys(shapes: Sequence[Shape], dtypes: Sequence[str]) -> list[str]:
-    """Keys to try for a target: the literal shapes first, then batch-stripped on both sides."""
-    return [signature_key(RAW, shapes, dtypes), signature_key(STRIPPED, shapes, dtypes)]
+    """Keys to try for a target, in order: the literal shapes, the stripped class, and —
+    when the stripped shapes have nothing left to strip — their raw spelling (the
+    class of rows stored without a ``b`` key)."""
+    keys = [signature_key(RAW, shapes, dtypes), signature_key(STRIPPED, shapes, dtypes)]
+    stripped = [strip_leading_batch(s) for s in shapes]
+    if stripped != list(shapes) and all(strip_leading_batch(s) == s for s in stripped):
+        keys.append(signature_key(RAW, stripped, dtypes))
+    return keys
 
 
 def output_key(shape: Shape, dtype: str) -> str:

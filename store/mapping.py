@@ -301,7 +301,10 @@ def _yaml_message(exc: yaml.YAMLError, source: str) -> str:
 
 def _load_yaml(text: str, source: str) -> tuple[Any, list[str]]:
     """Parse ``text``; return the data and the duplicate-key problems."""
-    loader = _DuplicateAwareLoader(text)
+    try:
+        loader = _DuplicateAwareLoader(text)  # the reader refuses control characters here
+    except yaml.YAMLError as exc:
+        raise MappingError(_yaml_message(exc, source)) from exc
     loader.duplicates = []
     try:
         root = loader.get_single_node()

@@ -23,7 +23,25 @@ def _swiglu(tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
     return (TensorSpec(fused, gate.dtype, gate.format),)
 
 
-NORMALIZERS: dict[str, Normalizer] = {"SwiGlu": _swiglu}
+_INDEX_DTYPES = frozenset({"int32", "int64"})
+
+
+def _scatter_nd_update(tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
+    """TensorCast ``scatter_nd_update_mla`` passes ``(update, cache, index, …)``; the
+    ScatterNdUpdate kernel takes ``(cache, index, update)``. Reordered only when the
+    integer index sits third (TensorCast order); a call already in kernel order is kept."""
+    if len(tensors) < 3 or tensors[2].dtype not in _INDEX_DTYPES \
+            or tensors[1].dtype in _INDEX_DTYPES:
+        return tuple(tensors)
+    update, cache, index = tensors[:3]
+    return (cache, index, update)
+
+
+NORMALIZERS: dict[str, Normalizer] = {
+    "SwiGlu": _swiglu,
+    "ScatterNdUpdate": _scatter_nd_update,
+    "ScatterNdUpdateAiCore": _scatter_nd_update,
+}
 
 
 def normalize_target_inputs(kernel: str, tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:

@@ -21,7 +21,7 @@ from store.geometry import (
 )
 from store.latency import column_rank
 from store.leaf import LeafOp
-from store.mapping import KernelPolicy
+from store.mapping import KernelPolicy, MappingEntry
 from store.paths.base import Extraction, OperatorPath, Refusal, TargetContext
 from store.result import QueryResult, Reason
 
@@ -40,7 +40,7 @@ class PathRequest:
     """Everything one path attempt needs besides the database."""
 
     path: OperatorPath
-    leaf: LeafOp
+    leaf: LeafOp | None
     ctx: TargetContext
     profile_id: int
     interpolate: bool = True
@@ -77,7 +77,19 @@ class PathRunner:
         if isinstance(target, Refusal):
             attempt.notes["target_fields"] = dict(target.fields)
             return _fail(attempt, target.reason, target.message)
-        attempt.target = target
+        return self.answer(req.path, kernel, req.ctx.entry, req.ctx.policy, req.profile_id,
+                           target, req.exclude, interpolate=req.interpolate)
+
+    def answer(self, path: OperatorPath, kernel: str, entry: MappingEntry | None,
+               policy: KernelPolicy, profile_id: int, target: Extraction,
+               exclude: frozenset[int] = frozenset(), *, interpolate: bool = True) -> Attempt:
+        """Exact coordinate, then low-dimension-first interpolation, for an already extracted
+        target: everything ``run`` does after ``target_regime``. Hold-out evaluation calls it
+        with a stored point's own extraction and that point's rows in ``exclude``; ``entry``
+        only feeds the success details and may be None there."""
+        req = PathRequest(path, None, TargetContext(entry, kernel, policy), profile_id,
+                          interpolate, frozenset(exclude))
+        attempt = Attempt(kernel, target=target)
         exact = self._exact(req, target, attempt)
         if exact is not None or attempt.reason is not None:
             attempt.result = exact
@@ -213,8 +225,8 @@ class PathRunner:
         entry = req.ctx.entry
         return {
             "kernel_type": req.ctx.kernel_type,
-            "query_mode": entry.query_mode,
-            "compute_subcategory": entry.compute_subcategory,
+            "query_mode": entry.query_mode if entry else None,
+            "compute_subcategory": entry.compute_subcategory if entry else None,
             "path": req.path.name,
             "method": method,
             "interpolation_dim": dim,

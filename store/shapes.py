@@ -7,9 +7,12 @@ batch 1 and spell shapes the same way.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 Shape = tuple[int, ...]
+
+_DIMENSION = re.compile(r"-?[0-9]+")
 
 
 class ShapeParseError(ValueError):
@@ -34,16 +37,16 @@ def _parse_one_shape(part: str, cell: str) -> Shape | None:
         return None
     if part == "()":
         return ()
-    dims = []
-    for item in part.split(","):
-        item = item.strip()
-        if not item.lstrip("-").isdigit():
-            raise ShapeParseError(f"unparsable shape {part!r} in {cell!r}")
-        value = int(item)
-        if value < 0:
-            raise ShapeParseError(f"negative dimension in shape {part!r} of {cell!r}")
-        dims.append(value)
-    return tuple(dims)
+    items = [item.strip() for item in part.split(",")]
+    if not all(_DIMENSION.fullmatch(item) for item in items):
+        raise ShapeParseError(f"unparsable shape {part!r} in {cell!r}")
+    try:
+        dims = tuple(map(int, items))
+    except ValueError as exc:  # more digits than int() converts
+        raise ShapeParseError(f"dimension too long in shape {part[:40]!r}…") from exc
+    if min(dims) < 0:
+        raise ShapeParseError(f"negative dimension in shape {part!r} of {cell!r}")
+    return dims
 
 
 def parse_list_cell(text: str) -> tuple[str, ...]:

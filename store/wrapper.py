@@ -107,7 +107,25 @@ class Dispatcher:
         if entry.selector == "elementwise":
             return self.base.elementwise(leaf, entry, profile.mapping, profile.id,
                                          options.exclude)
+        if entry.selector == "attention_special":
+            return self._attention_base(leaf, entry, profile, options, path)
         return self.base.lookup(leaf, entry, profile.mapping, profile.id, options.exclude)
+
+    def _attention_base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+                        options: LookupOptions, path: OperatorPath
+                        ) -> tuple[QueryResult | None, list[Attempt]]:
+        """Phase 1 base attention is the (seq, batch) coordinate in the attention regime,
+        not the input signature (store/paths/attention_fia.py); with interpolation
+        disabled it is answered by the path without interpolating."""
+        attempts = []
+        for kernel in entry.kernels:
+            ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
+            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id, False,
+                                                  options.exclude))
+            attempts.append(attempt)
+            if attempt.result is not None:
+                return _finish(attempt.result, entry, kernel, True, []), attempts
+        return None, attempts
 
     def _composite(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
                    options: LookupOptions) -> QueryResult:
@@ -118,7 +136,8 @@ class Dispatcher:
 
         def one(kernel: str) -> QueryResult:
             if kernel.startswith("hcom_"):
-                return self.comm.lookup(leaf, (kernel,), profile.comm_profile_id)
+                payload = leaf.outputs[0] if leaf.outputs else None
+                return self.comm.lookup(leaf, (kernel,), profile.comm_profile_id, payload)
             result, attempts = self.base.lookup(leaf, sub_entry(entry, kernel), profile.mapping,
                                                 profile.id, options.exclude)
             return result or _miss_from(attempts, [], leaf, "")

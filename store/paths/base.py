@@ -61,6 +61,9 @@ class RowContext:
     kernel_type: str
     policy: KernelPolicy
     tc_input_counts: frozenset[int] = frozenset()
+    entries: tuple[MappingEntry, ...] = ()
+    """The version's mapping entries naming this kernel, in mapping order (for fields a
+    path compares between the CSV and the mapping, such as an API path)."""
 
 
 @dataclass(frozen=True)

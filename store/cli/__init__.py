@@ -1,0 +1,1 @@
+"""The ``profstore`` command line: one module per group of verbs, registered in ``main``."""

@@ -1,0 +1,111 @@
+"""What every verb shares: the ``--db``/``--json`` options, opening a database, naming a
+version, and the one exception type that becomes a one-line message and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, or_, select
+from sqlalchemy.engine import Row
+
+from store import schema as t
+from store.db import (
+    current_revision,
+    head_revision,
+    is_sqlite,
+    make_engine,
+    normalize_url,
+    redact_url,
+)
+
+DB_ENV = "PROFSTORE_DB"
+DEFAULT_DB = "profstore.db"
+
+
+class CliError(Exception):
+    """A user error: printed as ``profstore: error: <message>``, exits with ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def db_options() -> argparse.ArgumentParser:
+    """A parent parser holding ``--db``; every verb that touches a database uses it."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--db", metavar="URL_OR_PATH", default=None,
+        help=f"SQLAlchemy URL or SQLite file path (default: ${DB_ENV}, else {DEFAULT_DB})")
+    return parent
+
+
+def json_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    return parent
+
+
+def db_url(args: argparse.Namespace) -> str:
+    """The full URL (never print it: use ``redact_url``)."""
+    return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other dialects and in-memory databases."""
+    if not is_sqlite(url) or "///" not in url:
+        return None
+    name = url.split("///", 1)[1].split("?", 1)[0]
+    return Path(name) if name and name != ":memory:" else None
+
+
+def check_database(url: str) -> None:
+    """Refuse, with a message a person can act on, a database that is missing or not at the
+    schema head; read-only opens never migrate."""
+    path = sqlite_file(url)
+    if path is not None and not path.is_file():
+        raise CliError(f"no database at {path}; run `profstore ingest PATH --db {path}` first")
+    engine = make_engine(url, read_only=True)
+    try:
+        revision = current_revision(engine)
+    finally:
+        engine.dispose()
+    shown = redact_url(url)
+    if revision is None:
+        raise CliError(f"{shown} has no profstore schema; run `profstore db upgrade` first")
+    head = head_revision()
+    if revision != head:
+        raise CliError(f"{shown} is at schema revision {revision}, this profstore needs "
+                       f"{head}; run `profstore db upgrade`")
+
+
+@contextmanager
+def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
+    """A read-only engine on a checked database, disposed on exit."""
+    url = db_url(args)
+    check_database(url)
+    engine = make_engine(url, read_only=True)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def profile_row(conn: Connection, version: str) -> Row:
+    """The ``profile_set`` row of a version named by alias or directory."""
+    p = t.profile_set.c
+    row = conn.execute(select(t.profile_set).where(
+        or_(p.alias == version, p.directory == version)).order_by(p.id)).first()
+    if row is None:
+        known = list(conn.execute(select(p.alias).order_by(p.id)).scalars())
+        listing = ", ".join(known) if known else "none; run `profstore ingest` first"
+        raise CliError(f"unknown version {version!r} (ingested: {listing})")
+    return row
+
+
+def add_version_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", required=True, metavar="V",
+                        help="version alias (e.g. v0.18) or directory name")

@@ -1,0 +1,297 @@
+"""Evaluation verbs: ``replay``, ``holdout``, ``report``, ``plot`` and ``bench``.
+
+They answer "for my database and my workload, what was measured, what was interpolated,
+how good is the interpolation, and what is missing" (RFC §7.3, §8.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from store.cli.common import CliError, add_version_option, db_options, db_url, json_options
+from store.cli.lookup_cmd import open_store
+from store.cli.output import Column, is_terminal, print_json, print_table, to_json
+from store.evaluation import bench as benchmod
+from store.evaluation.holdout import HoldoutReport, run_holdout
+from store.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
+from store.evaluation.replay import SOURCES, ReplayReport, replay_workload
+from store.evaluation.report import (
+    HOLDOUT_COLUMNS,
+    ReportInputs,
+    build_sections,
+    holdout_rows,
+    render_html,
+    render_markdown,
+)
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label, self.stream = label, stream or sys.stderr
+        self.enabled = is_terminal(self.stream)
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return number
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    add_version_option(parser)
+    parser.add_argument("--mapping-overlay", metavar="FILE",
+                        help="an op_mapping YAML merged over the version's")
+
+
+def _replay_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--num-devices", type=_positive, metavar="N",
+                        help="context.num_devices of every leaf (communication ops)")
+    parser.add_argument("--ep-size", type=_positive, metavar="N",
+                        help="context.ep_size of every leaf (MoE ops)")
+    parser.add_argument("--disable-profiling-interpolation", action="store_true",
+                        help="exact measurements only")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    common = [db_options(), json_options()]
+    p = subparsers.add_parser("replay", parents=common,
+                              help="replay a TensorCast trace: modelled latency and sources")
+    p.add_argument("workload", metavar="WORKLOAD", help="a TensorCast trace JSON file")
+    _store_options(p)
+    _replay_options(p)
+    p.add_argument("--variants", action="store_true", help="also list every shape variant")
+    p.set_defaults(handler=replay)
+    p = subparsers.add_parser("holdout", parents=common,
+                              help="leave-one-out error of the interpolating paths")
+    _store_options(p)
+    p.add_argument("--kernel", metavar="K", help="only this kernel type")
+    p.add_argument("--path", metavar="P", help="only this path")
+    p.add_argument("--plot", metavar="FILE", help="write the error distribution as PNG")
+    p.add_argument("--points", action="store_true", help="include every point in --json")
+    p.set_defaults(handler=holdout)
+    p = subparsers.add_parser("report", parents=[db_options()],
+                              help="the minimal evaluation report (Markdown or HTML)")
+    _store_options(p)
+    _replay_options(p)
+    p.add_argument("--workload", nargs="+", default=[], metavar="W", help="traces to replay")
+    p.add_argument("--format", choices=("md", "html"), default="md")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("--kernel", metavar="K", help="hold out only this kernel")
+    p.add_argument("--path", metavar="P", help="hold out only this path")
+    p.add_argument("--no-holdout", action="store_true", help="skip the hold-out evaluation")
+    p.set_defaults(handler=report)
+    p = subparsers.add_parser("plot", parents=[db_options()],
+                              help="one regime: measured points, interpolant, hold-out errors")
+    _store_options(p)
+    p.add_argument("--kernel", required=True, metavar="K")
+    p.add_argument("--path", metavar="P")
+    p.add_argument("--regime", metavar="ID",
+                   help="rank in `profstore regimes --kernel K [--path P]` or a regime_key "
+                        "(default: the regime with the most points)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.png")
+    p.set_defaults(handler=plot)
+    p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
+    p.add_argument("--root", type=Path, default=benchmod.DEFAULT_ROOT, metavar="DIR")
+    p.add_argument("--json", metavar="FILE", help="write the measurements here")
+    p.add_argument("--scale", type=_positive, default=10, metavar="N")
+    p.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
+    p.add_argument("--cache-dir", type=Path, default=benchmod.default_cache_dir(),
+                   metavar="DIR", help="where the scaled database is kept between runs")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the scaled database")
+    p.set_defaults(handler=bench)
+
+
+OP_COLUMNS = [Column("op", "OP", clip=48), Column("calls", "CALLS", True),
+              Column("unique_shapes", "SHAPES", True), Column("latency_us", "LATENCY_US", True),
+              Column("share", "SHARE", True), Column("source", "SOURCE"),
+              Column("reasons", "MISS REASONS", clip=50)]
+
+
+def replay(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        try:
+            result = replay_workload(
+                store, args.workload, args.version,
+                interpolation=not args.disable_profiling_interpolation,
+                num_devices=args.num_devices, ep_size=args.ep_size,
+                progress=Progress("replay"))
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        data = result.to_dict()
+        if not args.variants:
+            data.pop("variants")
+        print_json(data)
+        return 0
+    print_replay(result, args.variants)
+    return 0
+
+
+def print_replay(result: ReplayReport, variants: bool = False) -> None:
+    print(f"{result.workload} on {result.version}: modelled latency "
+          f"{result.total_latency_us:.1f} us over {result.calls} calls "
+          f"({result.unique_shapes} unique shapes, {len(result.ops)} ops)")
+    total = result.total_latency_us or 1.0
+    rows = [{"op": r.op, "calls": r.calls, "unique_shapes": r.unique_shapes,
+             "latency_us": round(r.latency_us, 3), "share": f"{r.latency_us / total:.1%}",
+             "source": r.source if r.source != "mixed" else _counts(r.sources),
+             "reasons": _counts(r.reasons) or None} for r in result.ops]
+    print_table(rows, OP_COLUMNS, title="\nper op")
+    dist = [{"source": s, "calls": result.source_by_calls[s],
+             "share": f"{result.source_by_calls[s] / max(result.calls, 1):.1%}",
+             "shapes": result.source_by_shapes[s],
+             "latency_us": round(result.latency_by_source[s], 3)} for s in SOURCES]
+    print_table(dist, [Column("source", "SOURCE"), Column("calls", "CALLS", True),
+                       Column("share", "SHARE", True), Column("shapes", "SHAPES", True),
+                       Column("latency_us", "LATENCY_US", True)], title="\nsources")
+    print(f"  (MEASURED includes {result.zero_cost_calls} calls answered 0 by zero_cost / "
+          "accepted_miss mapping entries)")
+    reasons = [{"reason": k, "calls": v, "shapes": result.miss_reasons_by_shapes[k]}
+               for k, v in result.miss_reasons_by_calls.items()]
+    print_table(reasons, [Column("reason", "REASON"), Column("calls", "CALLS", True),
+                          Column("shapes", "SHAPES", True)], title="\nmiss reasons",
+                empty="no misses")
+    print_table(result.unmapped_ops, [Column("op", "OP"), Column("calls", "CALLS", True),
+                                      Column("unique_shapes", "SHAPES", True)],
+                title="\nunmapped ops", empty="none")
+    filled = result.filled_dtypes
+    print(f"\ndtypes the trace omits, filled with {filled['dtype']}: {filled['tensors']} "
+          f"tensors in {filled['variants']} variants ({filled['calls']} calls)")
+    if variants:
+        print_table([v.__dict__ for v in result.variants],
+                    [Column("op", "OP", clip=40), Column("index", "#", True),
+                     Column("calls", "CALLS", True), Column("shapes", "SHAPES", clip=60),
+                     Column("latency_us", "LATENCY_US", True), Column("source", "SOURCE"),
+                     Column("reason", "REASON"), Column("method", "METHOD")],
+                    title="\nvariants")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
+
+
+def holdout(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        result = run_holdout(store, args.version, kernel=args.kernel, path=args.path,
+                             progress=Progress("hold-out"))
+        if args.plot:
+            _write_plot(args.plot, result)
+    if args.json:
+        data = result.to_dict()
+        if not args.points:
+            data.pop("points")
+        print_json(data)
+        return 0
+    columns = [Column(k, t.upper(), k in ("regimes", "points", "eligible"))
+               for k, t in HOLDOUT_COLUMNS]
+    print_table(holdout_rows(result.paths), columns, title="per path", empty="no points")
+    print_table(holdout_rows(result.groups), columns, title="\nper path and kernel",
+                empty="no points")
+    if result.skipped_paths:
+        print(f"\npaths stored but no longer registered (re-ingest): "
+              f"{', '.join(result.skipped_paths)}")
+    return 0
+
+
+def _write_plot(target: str, result: HoldoutReport) -> None:
+    try:
+        Path(target).write_bytes(holdout_png(result))
+    except PlotError as exc:
+        raise CliError(str(exc)) from None
+
+
+def report(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        interpolation = not args.disable_profiling_interpolation
+        replays = [replay_workload(store, w, args.version, interpolation=interpolation,
+                                   num_devices=args.num_devices, ep_size=args.ep_size,
+                                   progress=Progress(f"replay {Path(w).stem}"))
+                   for w in args.workload]
+        held = None if args.no_holdout else run_holdout(
+            store, args.version, kernel=args.kernel, path=args.path,
+            progress=Progress("hold-out"))
+        inputs = ReportInputs(store, args.version, replays, held, interpolation,
+                              args.mapping_overlay, images=args.format == "html",
+                              database=db_url(args))
+        try:
+            sections = build_sections(inputs)
+        except PlotError as exc:
+            raise CliError(str(exc)) from None
+    title = f"profstore evaluation report — {args.version}"
+    text = (render_html if args.format == "html" else render_markdown)(title, sections)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def plot(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        try:
+            choice = choose_regime(store, args.version, args.kernel, args.path, args.regime)
+            summary = regime_plot(store, args.version, choice, args.output)
+        except PlotError as exc:
+            raise CliError(str(exc)) from None
+    print(to_json(summary))
+    return 0
+
+
+BENCH_ROWS = [("ingest_s", "ingest (s)"), ("ingest_rows", "rows ingested"),
+              ("db_mb", "database (MiB)"), ("cold_open_first_lookup_ms", "cold open + 1st (ms)"),
+              ("profile_load_ms", "mapping load (ms)"), ("warm_exact_us", "warm exact (us)"),
+              ("uncached_exact_us", "uncached exact (us)"),
+              ("uncached_interp_1d_us", "uncached 1-D (us)"),
+              ("uncached_interp_2d_us", "uncached 2-D (us)"),
+              ("uncached_interp_3d_us", "uncached 3-D (us)"),
+              ("replay_s", "workload replay (s)"), ("mixed_lookups_per_s", "mixed lookups/s"),
+              ("mixed_uncached_lookups_per_s", "mixed, no result cache /s"),
+              ("peak_rss_mb", "peak RSS (MiB)")]
+
+
+def bench(args: argparse.Namespace) -> int:
+    options = benchmod.BenchOptions(args.root, args.scale, args.quick, args.cache_dir,
+                                    args.rebuild)
+    try:
+        result = benchmod.run_bench(options, lambda m: print(m, file=sys.stderr))
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise CliError(str(exc)) from None
+    rows = [_bench_row(key, title, result) for key, title in BENCH_ROWS]
+    scaled = f"x{result['scale']}" + (" (cached build)" if result["scaled"].get("cached") else "")
+    print_table(rows, [Column("what", "MEASUREMENT"), Column("base", "V0.18", True),
+                       Column("scaled", scaled.upper(), True), Column("ratio", "RATIO", True)])
+    print(f"targets: {json.dumps(result['base']['methods'])}; workload {result['workload']}")
+    if args.json:
+        Path(args.json).write_text(to_json(result, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _bench_row(key: str, title: str, result: dict[str, Any]) -> dict[str, Any]:
+    base, scaled = result["base"].get(key), result["scaled"].get(key)
+    ratio = scaled / base if base and scaled is not None else None
+    return {"what": title, "base": _round(base), "scaled": _round(scaled),
+            "ratio": None if ratio is None else f"{ratio:.2f}"}
+
+
+def _round(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value

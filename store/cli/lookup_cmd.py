@@ -1,0 +1,142 @@
+"""Lookup verbs: ``lookup`` streams JSON lines through ``Store.lookup``; ``explain`` shows a
+person the decision path of one descriptor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from store.api import Store
+from store.cli.common import CliError, add_version_option, check_database, db_options, db_url
+from store.cli.explain_text import explain_lines
+from store.cli.output import print_json, to_json
+from store.leaf import LeafOp
+from store.mapping import MappingError, VersionMapping, load_mapping
+from store.result import Reason
+
+INTERPOLATION_HELP = "exact measurements only (base exact and exact coordinates)"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("lookup", parents=[db_options()],
+                              help="look up JSON-lines descriptors, one JSON line out per query")
+    _lookup_options(p)
+    p.add_argument("input", nargs="?", default="-", metavar="FILE|-",
+                   help="JSON lines, one descriptor each, optionally with an \"id\" "
+                        "(default: stdin)")
+    p.set_defaults(handler=lookup)
+    p = subparsers.add_parser("explain", parents=[db_options()],
+                              help="the decision path of one descriptor, for a person")
+    _lookup_options(p)
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("descriptor", metavar="DESCRIPTOR_JSON|-",
+                   help="a leaf descriptor as JSON, or - to read it from stdin")
+    p.set_defaults(handler=explain)
+
+
+def _lookup_options(parser: argparse.ArgumentParser) -> None:
+    add_version_option(parser)
+    parser.add_argument("--disable-profiling-interpolation", action="store_true",
+                        help=INTERPOLATION_HELP)
+    parser.add_argument("--mapping-overlay", metavar="FILE",
+                        help="an op_mapping YAML whose entries and policies override the "
+                             "version's")
+
+
+@contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[Store]:
+    """A read-only Store for ``args.version``, with the mapping overlay if one is given."""
+    url = db_url(args)
+    check_database(url)
+    overlay = _overlay(args.mapping_overlay) if args.mapping_overlay else None
+    store = Store.open(url, read_only=True, mapping_overlay=overlay)
+    try:
+        if store.profile(args.version) is None:
+            known = ", ".join(store.versions()) or "none; run `profstore ingest` first"
+            raise CliError(f"unknown version {args.version!r} (ingested: {known})")
+        yield store
+    finally:
+        store.close()
+
+
+def _overlay(path: str) -> VersionMapping:
+    try:
+        overlay = load_mapping(path)
+    except MappingError as exc:
+        raise CliError(f"--mapping-overlay: {exc}") from None
+    for problem in overlay.problems:
+        print(f"profstore: warning: --mapping-overlay: {problem}", file=sys.stderr)
+    return overlay
+
+
+def lookup(args: argparse.Namespace) -> int:
+    interpolation = not args.disable_profiling_interpolation
+    with open_store(args) as store, _input(args.input) as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            answer = answer_line(store, line.strip(), args.version, interpolation)
+            sys.stdout.write(to_json(answer) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def answer_line(store: Store, line: str, version: str, interpolation: bool
+                ) -> dict[str, Any]:
+    """One output object: the query's id and the result, or an invalid_descriptor line."""
+    query_id, parsed = split_id(line)
+    try:
+        leaf = LeafOp.from_json(parsed)
+    except ValueError as exc:
+        return {"id": query_id, "latency_us": None, "source": None,
+                "reason": Reason.INVALID_DESCRIPTOR.value, "confidence": 0.0,
+                "details": {"error": str(exc)}}
+    return {"id": query_id, **store.lookup(leaf, version, interpolation).as_dict()}
+
+
+def split_id(line: str) -> tuple[Any, Any]:
+    """``(id, descriptor)``: the object without its ``id``; the raw text when it is not
+    JSON (so the descriptor parser reports it), id null then."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None, line
+    if isinstance(data, dict) and "id" in data:
+        data = dict(data)
+        return data.pop("id"), data
+    return None, data
+
+
+@contextmanager
+def _input(name: str) -> Iterator[Iterable[str]]:
+    if name == "-":
+        yield sys.stdin
+        return
+    path = Path(name)
+    if not path.is_file():
+        raise CliError(f"cannot read {name}: no such file")
+    with path.open(encoding="utf-8") as handle:
+        yield handle
+
+
+def explain(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.descriptor == "-" else args.descriptor
+    _, parsed = split_id(text.strip())
+    try:
+        leaf = LeafOp.from_json(parsed)
+    except ValueError as exc:
+        raise CliError(str(exc), code=2) from None
+    with open_store(args) as store:
+        result = store.lookup(leaf, args.version, not args.disable_profiling_interpolation)
+        profile = store.profile(args.version)
+        entry = profile.mapping.entry(leaf.op) if profile else None
+    if args.json:
+        print_json(result.as_dict())
+    else:
+        print("\n".join(explain_lines(leaf, args.version, entry, result)))
+    return 0

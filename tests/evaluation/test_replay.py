@@ -1,0 +1,112 @@
+"""Workload replay: weighting, distributions, unmapped ops, dtype filling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from store.evaluation.replay import SOURCES, apportion, replay_workload
+from tests.conftest import WORKLOADS, requires_perfdb
+
+RMS = "tensor_cast.rms_norm.default"
+
+
+def rms_variant(tokens: int, dtypes: bool = True) -> dict:
+    dtype = ["float16"] if dtypes else []
+    return {"input_shapes": [f"({tokens}, 7168)", "(7168)"], "input_dtypes": dtype * 2,
+            "output_shapes": [f"({tokens}, 7168)"], "output_dtypes": dtype}
+
+
+TRACE = {
+    "model": "fixture", "scenario": "decode", "total_ops": 9,
+    "ops": [
+        {"op_name": RMS, "count": 5,
+         "shape_variants": [rms_variant(20), rms_variant(25, dtypes=False), rms_variant(100)]},
+        {"op_name": "aten.nothing.default", "count": 4,
+         "shape_variants": [{"input_shapes": ["(3, 4)"], "input_dtypes": ["float16"],
+                             "output_shapes": ["(3, 4)"], "output_dtypes": ["float16"]}]},
+    ],
+}
+"""Against the linear fixture (tokens 10·x → 2x + 3 us): tokens 20 is measured (7.0),
+25 interpolates to 8.0, 100 is out of range; the second op is not in the mapping."""
+
+
+def test_calls_are_split_evenly_over_variants():
+    assert apportion(5, 3) == [2, 2, 1]
+    assert apportion(7, 1) == [7]
+    assert apportion(2, 3) == [1, 1, 0]
+    assert apportion(5, 0) == []
+
+
+def test_fixture_replay_weights_latency_by_calls(linear_store):
+    report = replay_workload(linear_store, TRACE, "v0.18")
+    assert [(v.calls, v.latency_us, v.source) for v in report.variants] == [
+        (2, 7.0, "MEASURED"), (2, pytest.approx(8.0), "INTERPOLATED"), (1, None, "miss"),
+        (4, None, "miss")]
+    assert report.total_latency_us == pytest.approx(2 * 7.0 + 2 * 8.0)
+    assert report.calls == 9
+    assert report.options["phase"] == "decode"
+
+
+def test_fixture_distributions(linear_store):
+    report = replay_workload(linear_store, TRACE, "v0.18")
+    assert report.source_by_calls == {"MEASURED": 2, "INTERPOLATED": 2, "PARTIAL": 0, "miss": 5}
+    assert report.source_by_shapes == {"MEASURED": 1, "INTERPOLATED": 1, "PARTIAL": 0,
+                                       "miss": 2}
+    assert report.miss_reasons_by_calls == {"unmapped": 4, "outside_range": 1}
+    assert report.interpolation == [{"path": "generic", "kernel": "RmsNorm",
+                                     "method": "linear_1d", "interpolation_dim": 1,
+                                     "axes": ["axis_0"], "calls": 2, "unique_shapes": 1}]
+
+
+def test_unmapped_op_is_listed_not_dropped(linear_store):
+    report = replay_workload(linear_store, TRACE, "v0.18")
+    assert report.unmapped_ops == [{"op": "aten.nothing.default", "calls": 4,
+                                    "unique_shapes": 1}]
+    row = next(r for r in report.ops if r.op == "aten.nothing.default")
+    assert (row.calls, row.latency_us, row.source, row.reasons) == (4, 0.0, "miss",
+                                                                    {"unmapped": 4})
+
+
+def test_missing_dtypes_are_filled_and_counted(linear_store):
+    report = replay_workload(linear_store, TRACE, "v0.18")
+    assert report.filled_dtypes == {"dtype": "float16", "tensors": 3, "variants": 1, "calls": 2}
+    assert report.variants[1].filled_dtypes == 3
+
+
+def test_per_op_table(linear_store):
+    report = replay_workload(linear_store, TRACE, "v0.18")
+    rms = report.ops[0]
+    assert (rms.op, rms.calls, rms.unique_shapes, rms.source) == (RMS, 5, 3, "mixed")
+    assert rms.latency_us == pytest.approx(30.0)
+    assert rms.sources == {"INTERPOLATED": 2, "MEASURED": 2, "miss": 1}
+
+
+def test_trace_file_and_bad_trace(linear_store, tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(TRACE))
+    assert replay_workload(linear_store, path, "v0.18").trace == str(path)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="no 'ops' list"):
+        replay_workload(linear_store, bad, "v0.18")
+
+
+@requires_perfdb
+@pytest.mark.parametrize("name", ["dsv3_decode", "dsv3_prefill", "qwen3_32b_decode",
+                                  "qwen3_32b_prefill"])
+def test_real_workloads_replay_consistently(perfdb_store, name):
+    path = WORKLOADS / f"{name}.json"
+    trace = json.loads(path.read_text())
+    report = replay_workload(perfdb_store, path, "v0.18", num_devices=16, ep_size=16)
+    assert report.calls == trace["total_ops"] == sum(op["count"] for op in trace["ops"])
+    assert report.unique_shapes == sum(len(op["shape_variants"]) for op in trace["ops"])
+    assert sum(report.source_by_calls[s] for s in SOURCES) == report.calls
+    assert sum(report.source_by_shapes[s] for s in SOURCES) == report.unique_shapes
+    assert sum(report.miss_reasons_by_calls.values()) == report.source_by_calls["miss"]
+    assert report.total_latency_us == pytest.approx(sum(r.latency_us for r in report.ops))
+    assert report.total_latency_us == pytest.approx(
+        sum((v.latency_us or 0.0) * v.calls for v in report.variants))
+    assert {r.op for r in report.ops} == {op["op_name"] for op in trace["ops"]}
+    assert report.source_by_calls["MEASURED"] > 0

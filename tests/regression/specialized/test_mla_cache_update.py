@@ -1,0 +1,154 @@
+"""MLA cache update (scatter_nd_update_mla on ScatterNdUpdate) on a hand-computable fixture
+(RFC §4.4.3, §7.2).
+
+CSV order is (cache, index, update). Cache (4096, 128) BF16 with INT32 indices is measured
+at tokens 2 → 5, 8 → 8 and 10 (update (8, 128)) and 12 (update (8, 1, 128)), 32 → 20:
+the three tokens-8 rows share one path coordinate (median 10) while the base exact key
+tells the two update shapes apart (median 9 for (8, 128), 12 for (8, 1, 128)).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from store.leaf import LeafOp
+from store.normalizers import normalize_target_inputs
+from store.paths.mla_cache_update import MlaCacheUpdatePath
+from store.result import QuerySource, Reason
+from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+
+OP = "tensor_cast.scatter_nd_update_mla.default"
+KERNEL, AICORE = "ScatterNdUpdate", "ScatterNdUpdateAiCore"
+
+
+def csv_row(cache: int, tokens: int, latency: float | str, *, index: str = "INT32",
+            update: list[int] | None = None) -> Row:
+    inputs = [[cache, 128], [tokens, 1], update or [tokens, 128]]
+    return Row(inputs, ["DT_BF16", index, "DT_BF16"], [[cache, 128]], ["DT_BF16"], latency)
+
+
+ROWS = [
+    csv_row(4096, 2, 5.0), csv_row(4096, 8, 8.0), csv_row(4096, 8, 10.0),
+    csv_row(4096, 8, 12.0, update=[8, 1, 128]), csv_row(4096, 32, 20.0),
+    csv_row(8192, 2, 50.0), csv_row(8192, 32, 80.0),   # another complete cache shape
+    csv_row(2048, 8, 7.0),                            # a one-point regime
+    csv_row(4096, 16, "0"),                           # rejected at ingest
+]
+AICORE_ROWS = [csv_row(4096, 1, 3.0, index="INT64"), csv_row(4096, 4, 6.0, index="INT64")]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mla")
+    mapping = mapping_doc({OP: {"kernel_type": KERNEL, "alternate_kernel_types": [AICORE],
+                                "query_mode": "scatter_nd_update_mla"}})
+    write_version(root / "data", {KERNEL: ROWS, AICORE: AICORE_ROWS}, mapping)
+    with build_store(root) as s:
+        yield s
+
+
+def mla(tokens: int, *, cache: int = 4096, index: list[int] | None = None,
+        update: list[int] | None = None, index_dtype: str = "int32") -> LeafOp:
+    """TensorCast order: (kv/update, kv_cache, slot_mapping, window_size, seq_lens)."""
+    return LeafOp.from_json({"op": OP, "args": [
+        {"shape": update or [tokens, 128], "dtype": "bfloat16"},
+        {"shape": [cache, 128], "dtype": "bfloat16"},
+        {"shape": index or [tokens, 1], "dtype": index_dtype},
+        128, {"shape": [2], "dtype": "int32", "values": [3, 5]},
+    ], "outputs": [{"shape": [cache, 128], "dtype": "bfloat16"}]})
+
+
+def test_normaliser_reorders_tensorcast_arguments_to_csv_order():
+    update, cache, index, seq = mla(8).tensor_inputs()
+    assert normalize_target_inputs(KERNEL, (update, cache, index, seq)) == (cache, index, update)
+    assert normalize_target_inputs(AICORE, (update, cache, index)) == (cache, index, update)
+    assert normalize_target_inputs(KERNEL, (cache, index, update)) == (cache, index, update)
+
+
+def test_reordered_arguments_meet_the_base_exact_key(store):
+    result = store.lookup(mla(8), "v0.18")
+    assert (result.latency_us, result.source) == (9.0, QuerySource.MEASURED)
+    assert result.details["method"] == "base_exact"
+    assert result.details["exact_key"] == "x3|4096,128:DT_BF16;8,1:INT32;8,128:DT_BF16"
+    three_d = store.lookup(mla(8, update=[8, 1, 128]), "v0.18")
+    assert (three_d.latency_us, three_d.details["method"]) == (12.0, "base_exact")
+
+
+def test_specialized_exact_after_a_base_miss(store):
+    result = store.lookup(mla(8, index=[8]), "v0.18")
+    assert (result.latency_us, result.source) == (10.0, QuerySource.MEASURED)
+    d = result.details
+    assert (d["method"], d["path"], d["axes"]) == ("exact_coordinate", "scatter_nd_update_mla",
+                                                   {"tokens": 8.0})
+    assert d["duplicates"] == {"count": 3, "min": 8.0, "max": 12.0, "aggregation": "median"}
+    assert [a["reason"] for a in d["base_attempts"]] == ["no_exact_match", "no_exact_match"]
+
+
+def test_tokens_flatten_all_but_the_last_update_dimension(store):
+    result = store.lookup(mla(8, index=[8], update=[4, 2, 128]), "v0.18")
+    assert result.details["axes"] == {"tokens": 8.0}
+    assert result.latency_us == 10.0
+
+
+def test_1d_interpolation_with_success_details(store):
+    result = store.lookup(mla(20), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(15.0)
+    d = result.details
+    assert (d["method"], d["interpolation_dim"], d["kernel_type"]) == ("linear_1d", 1, KERNEL)
+    assert d["boundary"] == {"lower": 8.0, "upper": 32.0, "min": 2.0, "max": 32.0}
+    assert d["candidate_count"] == 3
+    assert (d["cache_shape"], d["update_tail"]) == ("4096,128", 128)
+    assert d["target_regime"]["dtypes"] == "DT_BF16;INT32;DT_BF16"
+    assert d["target_regime"]["formats"] == "ND;ND;ND"
+
+
+def test_complete_cache_shape_isolates_rows(store):
+    assert store.lookup(mla(16, cache=8192), "v0.18").latency_us == pytest.approx(64.0)
+    assert store.lookup(mla(16), "v0.18").latency_us == pytest.approx(10 + 10 * 8 / 24)
+    other = store.lookup(mla(16, cache=6144), "v0.18")
+    assert other.reason is Reason.REGIME_MISMATCH
+
+
+def test_alternate_kernel_after_the_primary_misses(store):
+    result = store.lookup(mla(2, index_dtype="int64"), "v0.18")
+    assert result.latency_us == pytest.approx(4.0)
+    assert (result.details["kernel_type"], result.details["fallback_from"]) == (AICORE, KERNEL)
+
+
+def test_outside_range_miss_details(store):
+    result = store.lookup(mla(64), "v0.18")
+    assert result.reason is Reason.OUTSIDE_RANGE
+    d = result.details
+    assert d["target_axes"] == [64.0]
+    assert d["target_regime"]["cache_shape"] == "4096,128"
+    assert [(a["kernel"], a["reason"]) for a in d["attempted_kernels"]] == [
+        (KERNEL, "outside_range"), (AICORE, "regime_mismatch")]
+    assert d["last_geometry"]["message"] == "target tokens 64 above the largest measured tokens 32"
+    assert store.lookup(mla(1), "v0.18").reason is Reason.OUTSIDE_RANGE
+
+
+def test_single_point_regime_is_insufficient(store):
+    assert store.lookup(mla(16, cache=2048), "v0.18").reason is Reason.INSUFFICIENT_CANDIDATES
+
+
+def test_invalid_latency_row_is_rejected_and_neighbours_answer(store):
+    result = store.lookup(mla(16), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.details["matched_rows"][0]["axes"] == [8.0]
+
+
+@pytest.mark.parametrize(("args", "reason"), [
+    ([{"shape": [8, 128], "dtype": "bfloat16"}, {"shape": [4096, 128], "dtype": "bfloat16"},
+      None], Reason.REQUIRED_FIELD_MISSING),
+    ([{"shape": [128], "dtype": "bfloat16"}, {"shape": [4096, 128], "dtype": "bfloat16"},
+      {"shape": [8], "dtype": "int32"}], Reason.TARGET_UNAVAILABLE),
+], ids=["no_index", "rank1_update"])
+def test_target_construction_failures(store, args, reason):
+    result = store.lookup(LeafOp.from_json({"op": OP, "args": args}), "v0.18")
+    assert result.latency_us is None
+    assert result.reason is reason
+
+
+def test_base_owns_exact_for_cache_updates():
+    assert MlaCacheUpdatePath().exact_owner_for(mla(8)) is False

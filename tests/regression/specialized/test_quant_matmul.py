@@ -1,0 +1,202 @@
+"""quantized_matmul (QuantBatchMatmulV3) on a hand-computable INT8 grid.
+
+FRACTAL_NZ rows follow f(M, K, N) = 2 + M/16 + K/1024 + N/512; their weight is stored as
+the device does, raw (N/32, K/16, 16, 32), which restores to (N, K).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from store.api import Store
+from store.leaf import LeafOp
+from store.mapping import load_mapping
+from store.result import QuerySource, Reason
+from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+
+SQL = "tensor_cast.static_quant_linear.default"
+ND_OP = "test.quant_linear_nd"
+NZ_FORMATS = ["ND", "FRACTAL_NZ", "ND", "ND"]
+
+
+def f(m: float, k: float, n: float) -> float:
+    return 2 + m / 16 + k / 1024 + n / 512
+
+
+def qbmm_row(m: int, k: int, n: int, latency: float | str, *, nz: bool = True,
+             int64_scales: bool = False) -> Row:
+    weight = [n // 32, k // 16, 16, 32] if nz else [k, n]
+    scales = ["INT64", "INT32"] if int64_scales else ["DT_BF16", "FLOAT"]
+    return Row([[m, k], weight, [n], [m]], ["INT8", "INT8", *scales], [[m, n]], ["DT_BF16"],
+               latency, formats=NZ_FORMATS if nz else ["ND"] * 4, core="MIX_AIC")
+
+
+def rows() -> list[Row]:
+    grid = [qbmm_row(m, k, n, f(m, k, n))
+            for m, k, n in itertools.product((16, 32, 64), (1024, 2048), (512, 1024))]
+    return grid + [
+        qbmm_row(16, 1024, 512, f(16, 1024, 512), int64_scales=True),
+        qbmm_row(48, 1024, 512, "0"),  # invalid latency: rejected at ingest
+        qbmm_row(24, 1024, 512, 77.0, nz=False),
+    ]
+
+
+def entry(**extra) -> dict:
+    return {"kernel_type": "QuantBatchMatmulV3", "tc_input_count": 2,
+            "compute_subcategory": "quantized_matmul", **extra}
+
+
+NZ = {"expected_input_formats": ["ND", "FRACTAL_NZ"]}
+ENTRIES = {
+    SQL: entry(**NZ, query_mode="mtp_projection"),
+    "tensor_cast.static_quant_linear_int4.default": entry(**NZ),
+    "tensor_cast.fp8_linear.default": entry(**NZ),
+    "tensor_cast.mxfp4_linear.default": entry(**NZ),
+    ND_OP: entry(),
+}
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("quant_matmul")
+    write_version(tmp / "data", {"QuantBatchMatmulV3": rows()}, mapping_doc(ENTRIES))
+    build_store(tmp).close()
+    return tmp / "store.db"
+
+
+@pytest.fixture(scope="module")
+def store(db_path):
+    with Store.open(db_path) as s:
+        yield s
+
+
+def linear(m: int, k: int, n: int, *, op: str = SQL, dtype: str = "int8",
+           weight: dict | None = None, extra: list | None = None) -> LeafOp:
+    x = {"shape": [m, k], "dtype": dtype}
+    scales = [{"shape": [n], "dtype": "bfloat16"}, {"shape": [m], "dtype": "float32"}]
+    return LeafOp.from_json({
+        "op": op,
+        "args": [x, weight or {"shape": [k, n], "dtype": dtype}, *(scales if extra is None
+                                                                   else extra)],
+        "outputs": [{"shape": [m, n], "dtype": "float16"}],
+    })
+
+
+def first_attempt(result) -> dict:
+    return result.details["attempted_kernels"][0]
+
+
+def test_quant_batch_matmul_3d(store):
+    result = store.lookup(linear(24, 1536, 768), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(6.5)
+    assert (result.details["method"], result.details["interpolation_dim"]) == ("simplex_3d", 3)
+    assert result.confidence == 0.7
+
+
+@pytest.mark.parametrize(("target", "method"), [
+    ((24, 1024, 512), "linear_1d"), ((16, 1536, 768), "simplex_2d")])
+def test_lower_dimensions(store, target, method):
+    result = store.lookup(linear(*target), "v0.18")
+    assert result.latency_us == pytest.approx(f(*target))
+    assert result.details["method"] == method
+
+
+def test_success_details(store):
+    details = store.lookup(linear(24, 1536, 768), "v0.18").details
+    assert (details["compute_subcategory"], details["query_mode"]) == (
+        "quantized_matmul", "mtp_projection")
+    assert (details["path"], details["exact_owner"], details["quant_subtype"]) == (
+        "quantized_matmul", "path", "int8")
+    assert details["axes"] == {"M": 24.0, "K": 1536.0, "N": 768.0}
+    assert details["target_regime"]["formats"] == "ND;FRACTAL_NZ"
+    assert details["target_regime"]["output_signature"] == "DT_BF16:ND"
+    assert details["candidate_count"] == 12
+    assert len(details["matched_rows"]) == 4
+
+
+def test_tc_input_count_ignores_the_scale_slots(store):
+    # the grid point has a DT_BF16;FLOAT-scale row and an INT64;INT32-scale row
+    result = store.lookup(linear(16, 1024, 512, extra=[{"shape": [7], "dtype": "int64"}]),
+                          "v0.18")
+    assert (result.latency_us, result.source) == (f(16, 1024, 512), QuerySource.MEASURED)
+    assert result.details["method"] == "exact_coordinate"
+    assert result.details["duplicates"]["count"] == 2
+
+
+def test_stated_fractal_nz_weight_is_restored(store):
+    raw = {"shape": [32, 128, 16, 32], "dtype": "int8", "format": "FRACTAL_NZ"}
+    result = store.lookup(linear(32, 2048, 1024, weight=raw), "v0.18")
+    assert result.latency_us == f(32, 2048, 1024)
+
+
+def test_weight_format_comes_from_the_mapping_when_the_leaf_states_nd(store):
+    nd = store.lookup(linear(24, 1024, 512, op=ND_OP), "v0.18")
+    assert (nd.latency_us, nd.source) == (77.0, QuerySource.MEASURED)
+    assert nd.details["target_regime"]["formats"] == "ND;ND"
+    assert store.lookup(linear(24, 1024, 512), "v0.18").latency_us == pytest.approx(5.5)
+
+
+@pytest.mark.parametrize(("op", "dtype", "subtype"), [
+    ("tensor_cast.fp8_linear.default", "float8_e4m3fn", "fp8"),
+    ("tensor_cast.mxfp4_linear.default", "float4_e2m1fn_x2", "mxfp4"),
+    ("tensor_cast.static_quant_linear_int4.default", "int4", "int4"),
+    ("tensor_cast.fp8_linear.default", "int8", "fp8"),
+])
+def test_int8_rows_never_serve_other_subtypes(store, op, dtype, subtype):
+    miss = store.lookup(linear(16, 1024, 512, op=op, dtype=dtype), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.REGIME_MISMATCH)
+    assert miss.details["target_regime"]["quant_subtype"] == subtype
+    assert (first_attempt(miss)["kernel_points"], first_attempt(miss)["kernel_regimes"]) == (
+        14, 2)
+
+
+def test_max_interpolation_dim_narrows_the_ceiling(db_path):
+    overlay = ("operator_mappings: {}\ninterpolation_policy:\n  kernel_overrides:\n"
+               "    QuantBatchMatmulV3:\n      max_interpolation_dim: 1\n")
+    with Store.open(db_path, mapping_overlay=load_mapping(overlay, is_text=True)) as s:
+        assert s.lookup(linear(24, 1024, 512), "v0.18").latency_us == pytest.approx(5.5)
+        miss = s.lookup(linear(24, 1536, 768), "v0.18")
+    assert miss.reason is Reason.DIMENSION_BLOCKED
+    outcomes = [step["outcome"] for step in first_attempt(miss)["interpolation_path"]]
+    assert outcomes == ["insufficient_candidates"] * 3 + ["dimension_blocked"] * 4
+
+
+@pytest.mark.parametrize(("leaf", "reason", "text"), [
+    (LeafOp.from_json({"op": SQL, "args": [{"shape": [24, 1024], "dtype": "int8"}],
+                       "outputs": [{"shape": [24, 512], "dtype": "float16"}]}),
+     Reason.TARGET_UNAVAILABLE, "a matmul needs two"),
+    (linear(24, 1024, 512, weight={"shape": [2048, 512], "dtype": "int8"}),
+     Reason.TARGET_UNAVAILABLE, "does not hold K=1024"),
+    (LeafOp.from_json({"op": SQL, "args": [{"shape": [24, 1024], "dtype": "int8"},
+                                           {"shape": [1024, 512], "dtype": "int8"}]}),
+     Reason.REQUIRED_FIELD_MISSING, "no output"),
+])
+def test_target_construction_failures(store, leaf, reason, text):
+    miss = store.lookup(leaf, "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, reason)
+    assert text in first_attempt(miss)["message"]
+
+
+def test_insufficient_candidates(store):
+    miss = store.lookup(linear(28, 1024, 512, op=ND_OP), "v0.18")
+    assert miss.reason is Reason.INSUFFICIENT_CANDIDATES
+    assert "only one measured M (24)" in first_attempt(miss)["interpolation_path"][0]["message"]
+
+
+def test_invalid_latency_row_is_never_a_candidate(store):
+    result = store.lookup(linear(48, 1024, 512), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(f(48, 1024, 512))
+
+
+def test_out_of_range_and_miss_details(store):
+    miss = store.lookup(linear(128, 1024, 512), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.OUTSIDE_CONVEX_HULL)
+    path = first_attempt(miss)["interpolation_path"]
+    assert (path[0]["axes"], path[0]["outcome"]) == (["M"], "outside_range")
+    assert miss.details["target_axes"] == [128.0, 1024.0, 512.0]
+    assert miss.details["target_regime"]["quant_subtype"] == "int8"
+    assert miss.details["last_geometry"]["axes"] == ["M", "K", "N"]

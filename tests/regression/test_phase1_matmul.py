@@ -1,0 +1,262 @@
+"""Phase 1 MatMul M/K/N on hand-computable grids.
+
+Latency is the affine f(M, K, N) = 2 + M/16 + K/1024 + N/512 on every grid point, so
+linear 1-D and simplex 2-D/3-D interpolation reproduce f exactly anywhere inside.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from store.api import Store
+from store.leaf import LeafOp
+from store.mapping import load_mapping
+from store.result import QuerySource, Reason
+from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+
+BF16 = "DT_BF16"
+MS, KS, NS = (16, 32, 64), (1024, 2048), (512, 1024)
+NK_POINT = (64, 2048, 1024)  # stored with an (N, K) weight: base exact cannot see it
+
+
+def f(m: float, k: float, n: float) -> float:
+    return 2 + m / 16 + k / 1024 + n / 512
+
+
+def mm_row(m: int, k: int, n: int, latency: float, weight: list[int] | None = None,
+           formats: list[str] | None = None) -> Row:
+    return Row([[m, k], weight or [k, n]], [BF16, BF16], [[m, n]], [BF16], latency,
+               formats=formats, core="AI_CORE")
+
+
+def bmm_row(batch: int, m: int, latency: float, transposed_out: bool = False) -> Row:
+    out = [m, batch, 512] if transposed_out else [batch, m, 512]
+    return Row([[batch, m, 128], [batch, 128, 512]], [BF16, BF16], [out], [BF16], latency,
+               core="AI_CORE")
+
+
+def grid_rows() -> list[Row]:
+    rows = []
+    for m, k, n in itertools.product(MS, KS, NS):
+        weight = [n, k] if (m, k, n) == NK_POINT else None
+        rows.append(mm_row(m, k, n, f(m, k, n), weight))
+    # FRACTAL_NZ rows (raw (K/16, N/16, 16, 16) restores to (K, N)): their own regime
+    rows += [mm_row(m, 1024, 512, lat, [64, 32, 16, 16], ["ND", "FRACTAL_NZ"])
+             for m, lat in ((20, 50.0), (28, 60.0))]
+    return rows
+
+
+ENTRIES = {
+    "aten.mm.default": {"kernel_type": "MatMulV2"},
+    "aten.addmm.default": {"kernel_type": "MatMulV2"},
+    "test.mm_collinear": {"kernel_type": "MatMulV3"},
+    "test.mm_triangle": {"kernel_type": "MatMulCommon"},
+    "aten.bmm.default": {"kernel_type": "BatchMatMulV2",
+                         "alternate_kernel_types": ["TransposeBatchMatMul"]},
+}
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("matmul")
+    kernels = {
+        "MatMulV2": grid_rows(),
+        "MatMulV3": [mm_row(m, k, 512, f(m, k, 512))
+                     for m, k in ((16, 1024), (32, 2048), (64, 4096))],
+        "MatMulCommon": [mm_row(m, k, 512, f(m, k, 512))
+                         for m, k in ((16, 1024), (64, 1024), (16, 4096))],
+        "BatchMatMulV2": [bmm_row(16, 1, 4.0), bmm_row(16, 4, 7.0)],
+        "TransposeBatchMatMul": [bmm_row(32, 1, 10.0, True), bmm_row(32, 4, 16.0, True)],
+    }
+    write_version(tmp / "data", kernels, mapping_doc(ENTRIES))
+    build_store(tmp).close()
+    return tmp / "store.db"
+
+
+@pytest.fixture(scope="module")
+def store(db_path):
+    with Store.open(db_path) as s:
+        yield s
+
+
+def capped(db_path, dim: int) -> Store:
+    overlay = ("operator_mappings: {}\ninterpolation_policy:\n  kernel_overrides:\n"
+               f"    MatMulV2:\n      max_interpolation_dim: {dim}\n")
+    return Store.open(db_path, mapping_overlay=load_mapping(overlay, is_text=True))
+
+
+def mm(m: int, k: int, n: int, op: str = "aten.mm.default", dtype: str = "bfloat16",
+       weight: dict | None = None) -> LeafOp:
+    return LeafOp.from_json({
+        "op": op,
+        "args": [{"shape": [m, k], "dtype": dtype}, weight or {"shape": [k, n], "dtype": dtype}],
+        "outputs": [{"shape": [m, n], "dtype": dtype}],
+    })
+
+
+def bmm(batch: int, m: int) -> LeafOp:
+    return LeafOp.from_json({
+        "op": "aten.bmm.default",
+        "args": [{"shape": [batch, m, 128], "dtype": "bfloat16"},
+                 {"shape": [batch, 128, 512], "dtype": "bfloat16"}],
+        "outputs": [{"shape": [batch, m, 512], "dtype": "bfloat16"}],
+    })
+
+
+def outcomes(result) -> list[tuple[list[str], str]]:
+    path = result.details.get("interpolation_path")
+    if path is None:
+        path = result.details["attempted_kernels"][0]["interpolation_path"]
+    return [(step["axes"], step["outcome"]) for step in path]
+
+
+def test_base_exact_answers_a_measured_shape_first(store):
+    result = store.lookup(mm(16, 1024, 512), "v0.18")
+    assert (result.latency_us, result.source) == (5.0, QuerySource.MEASURED)
+    assert result.details["method"] == "base_exact"
+
+
+def test_weight_orientation_does_not_matter_for_the_exact_coordinate(store):
+    result = store.lookup(mm(*NK_POINT), "v0.18")
+    assert (result.latency_us, result.source) == (f(*NK_POINT), QuerySource.MEASURED)
+    assert result.details["method"] == "exact_coordinate"
+    assert result.details["base_attempts"][0]["reason"] == "no_exact_match"
+    assert result.details["axes"] == {"M": 64.0, "K": 2048.0, "N": 1024.0}
+
+
+@pytest.mark.parametrize(("target", "axes"), [
+    ((24, 1024, 512), ["M"]),
+    ((16, 1536, 512), ["K"]),
+    ((16, 1024, 768), ["N"]),
+])
+def test_one_dimensional_axes(store, target, axes):
+    result = store.lookup(mm(*target), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(f(*target))
+    assert (result.details["method"], result.details["interpolation_dim"]) == ("linear_1d", 1)
+    assert outcomes(result)[-1] == (axes, "interpolated")
+    assert result.confidence == 0.9
+
+
+@pytest.mark.parametrize(("target", "axes"), [
+    ((24, 1536, 512), ["M", "K"]),
+    ((24, 1024, 768), ["M", "N"]),
+    ((16, 1536, 768), ["K", "N"]),
+])
+def test_two_dimensional_pairs(store, target, axes):
+    result = store.lookup(mm(*target), "v0.18")
+    assert result.latency_us == pytest.approx(f(*target))
+    assert result.details["method"] == "simplex_2d"
+    assert outcomes(result)[-1] == (axes, "interpolated")
+    assert sum(r["weight"] for r in result.details["matched_rows"]) == pytest.approx(1.0)
+
+
+def test_three_dimensional(store):
+    result = store.lookup(mm(24, 1536, 768), "v0.18")
+    assert result.latency_us == pytest.approx(6.5)
+    assert (result.details["method"], result.details["interpolation_dim"]) == ("simplex_3d", 3)
+    assert [axes for axes, _ in outcomes(result)] == [
+        ["M"], ["K"], ["N"], ["M", "K"], ["M", "N"], ["K", "N"], ["M", "K", "N"]]
+
+
+def test_a_target_answerable_in_one_dimension_never_uses_two(store):
+    # (24, 1024, 512) also lies inside the MK, MN and MKN hulls
+    result = store.lookup(mm(24, 1024, 512), "v0.18")
+    assert outcomes(result) == [(["M"], "interpolated")]
+
+
+def test_float16_reads_as_bf16_and_formats_are_regimes(store):
+    assert store.lookup(mm(24, 1024, 512, dtype="float16"), "v0.18").latency_us == \
+        pytest.approx(5.5)
+    nz = {"shape": [64, 32, 16, 16], "dtype": "bfloat16", "format": "FRACTAL_NZ"}
+    result = store.lookup(mm(24, 1024, 512, weight=nz), "v0.18")
+    assert result.latency_us == pytest.approx(55.0)
+    assert result.details["target_regime"]["formats"] == "ND;FRACTAL_NZ"
+
+
+def test_max_interpolation_dim_zero_disables_interpolation_not_exact(db_path):
+    with capped(db_path, 0) as s:
+        miss = s.lookup(mm(24, 1024, 512), "v0.18")
+        assert (miss.latency_us, miss.reason) == (None, Reason.DIMENSION_BLOCKED)
+        assert {outcome for _, outcome in outcomes(miss)} == {"dimension_blocked"}
+        assert s.lookup(mm(*NK_POINT), "v0.18").latency_us == f(*NK_POINT)
+
+
+def test_max_interpolation_dim_one_blocks_pairs_in_the_same_order(db_path):
+    with capped(db_path, 1) as s:
+        assert s.lookup(mm(16, 1536, 512), "v0.18").latency_us == pytest.approx(5.5)
+        miss = s.lookup(mm(24, 1536, 512), "v0.18")
+    assert miss.reason is Reason.DIMENSION_BLOCKED
+    assert outcomes(miss) == [
+        (["M"], "insufficient_candidates"), (["K"], "insufficient_candidates"),
+        (["N"], "insufficient_candidates"), (["M", "K"], "dimension_blocked"),
+        (["M", "N"], "dimension_blocked"), (["K", "N"], "dimension_blocked"),
+        (["M", "K", "N"], "dimension_blocked")]
+
+
+def test_max_interpolation_dim_two_blocks_only_three_dimensions(db_path):
+    with capped(db_path, 2) as s:
+        assert s.lookup(mm(24, 1536, 512), "v0.18").latency_us == pytest.approx(6.0)
+        miss = s.lookup(mm(24, 1536, 768), "v0.18")
+    assert miss.reason is Reason.DIMENSION_BLOCKED
+    assert outcomes(miss)[-1] == (["M", "K", "N"], "dimension_blocked")
+
+
+def test_collinear_pair_is_degenerate(store):
+    miss = store.lookup(mm(20, 2048, 512, op="test.mm_collinear"), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.DEGENERATE_CANDIDATES)
+    assert (["M", "K"], "degenerate_candidates") in outcomes(miss)
+    assert miss.details["target_axes"] == [20.0, 2048.0, 512.0]
+
+
+def test_outside_the_hull_is_a_miss(store):
+    miss = store.lookup(mm(60, 4000, 512, op="test.mm_triangle"), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.OUTSIDE_CONVEX_HULL)
+    assert miss.details["last_geometry"]["axes"] == ["M", "K", "N"]
+    assert (["M", "K"], "outside_convex_hull") in outcomes(miss)
+
+
+def test_batched_matmul_keeps_batch_dims_in_the_regime(store):
+    result = store.lookup(bmm(16, 2), "v0.18")
+    assert result.latency_us == pytest.approx(5.0)
+    assert result.details["target_regime"]["batch_dims"] == "16"
+    assert result.details["axes"] == {"M": 2.0, "K": 128.0, "N": 512.0}
+
+
+def test_transposed_output_alternate_serves_its_own_batch(store):
+    # TransposeBatchMatMul writes (M, B, N); only it has batch 32
+    result = store.lookup(bmm(32, 2), "v0.18")
+    assert result.latency_us == pytest.approx(12.0)
+    assert (result.details["kernel_type"], result.details["fallback_from"]) == (
+        "TransposeBatchMatMul", "BatchMatMulV2")
+
+
+def test_foreign_batch_is_a_regime_mismatch(store):
+    miss = store.lookup(bmm(8, 2), "v0.18")
+    assert miss.reason is Reason.REGIME_MISMATCH
+    first = miss.details["attempted_kernels"][0]
+    assert (first["kernel_points"], first["kernel_regimes"]) == (2, 1)
+
+
+def test_target_that_is_not_a_matmul(store):
+    bad = LeafOp.from_json({"op": "aten.mm.default",
+                            "args": [{"shape": [24, 1024], "dtype": "bfloat16"},
+                                     {"shape": [2048, 512], "dtype": "bfloat16"}],
+                            "outputs": [{"shape": [24, 512], "dtype": "bfloat16"}]})
+    miss = store.lookup(bad, "v0.18")
+    assert miss.reason is Reason.TARGET_UNAVAILABLE
+    assert "does not hold K=1024" in miss.details["attempted_kernels"][0]["message"]
+
+
+def test_biased_call_never_borrows_two_input_rows(store):
+    addmm = LeafOp.from_json({"op": "aten.addmm.default",
+                              "args": [{"shape": [512], "dtype": "bfloat16"},
+                                       {"shape": [24, 1024], "dtype": "bfloat16"},
+                                       {"shape": [1024, 512], "dtype": "bfloat16"}],
+                              "outputs": [{"shape": [24, 512], "dtype": "bfloat16"}]})
+    miss = store.lookup(addmm, "v0.18")
+    assert miss.reason is Reason.REGIME_MISMATCH
+    assert miss.details["target_axes"] == [24.0, 1024.0, 512.0]
+    assert miss.details["target_regime"]["input_count"] == 3

@@ -1,0 +1,32 @@
+"""The ingested corpus store (``perfdb_store``), from wherever the suite defines it.
+
+tests/conftest.py wins when it defines the fixture (one ingest for the whole suite);
+else tests/integration/conftest.py's fixtures are reused here; else this file ingests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tests.conftest as shared
+
+if not hasattr(shared, "perfdb_store"):
+    try:
+        from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
+    except ImportError:
+        from ingest.loader import ingest_path
+        from store.api import Store
+        from store.db import make_engine, upgrade
+
+        @pytest.fixture(scope="session")
+        def perfdb_store(tmp_path_factory):
+            """The corpus ingested once per session into a scratch SQLite file."""
+            if not (shared.PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir():
+                pytest.skip(f"the profiling corpus is not beside the checkout ({shared.PERFDB})")
+            path = tmp_path_factory.mktemp("tensorcast") / "perfdb.db"
+            engine = make_engine(path)
+            upgrade(engine)
+            ingest_path(engine, shared.PERFDB)
+            engine.dispose()
+            with Store.open(path) as store:
+                yield store
