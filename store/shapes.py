@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 Shape = tuple[int, ...]
 
-_DIMENSION = re.compile(r"-?[0-9]+")
+_SHAPE = re.compile(r"\s*-?[0-9]+\s*(?:,\s*-?[0-9]+\s*)*")
 
 
 class ShapeParseError(ValueError):
@@ -37,11 +37,10 @@ def _parse_one_shape(part: str, cell: str) -> Shape | None:
         return None
     if part == "()":
         return ()
-    items = [item.strip() for item in part.split(",")]
-    if not all(_DIMENSION.fullmatch(item) for item in items):
+    if not _SHAPE.fullmatch(part):
         raise ShapeParseError(f"unparsable shape {part!r} in {cell!r}")
     try:
-        dims = tuple(map(int, items))
+        dims = tuple(map(int, part.split(",")))
     except ValueError as exc:  # more digits than int() converts
         raise ShapeParseError(f"dimension too long in shape {part[:40]!r}…") from exc
     if min(dims) < 0:
@@ -70,6 +69,15 @@ def strip_leading_batch(shape: Shape) -> Shape:
     if len(shape) >= 2 and shape[0] == 1:
         return shape[1:]
     return shape
+
+
+def drop_batch_dim(shape: Shape) -> Shape:
+    """The shape the interpolation axes read: one leading 1 dropped from rank ≥ 3 only.
+
+    A rank-2 ``[1, H]`` is one token row, not a batch: stripping it would make the hidden
+    size the token axis and split one-token rows into a regime of their own.
+    """
+    return shape[1:] if len(shape) >= 3 and shape[0] == 1 else shape
 
 
 def numel(shape: Sequence[int]) -> int:

@@ -25,6 +25,7 @@ VERB_MODULES: tuple[str, ...] = (
     "store.cli.inspect",
     "store.cli.lookup_cmd",
     "store.cli.evaluate",
+    "store.cli.demo_cmd",
 )
 """Registered in this order, which is the order of ``profstore --help``."""
 

@@ -44,7 +44,7 @@ from store.paths.base import (
 )
 from store.result import Reason
 from store.rows import CsvRow
-from store.shapes import Shape, shape_text
+from store.shapes import Shape, drop_batch_dim, shape_text
 
 
 class ElementwisePath(OperatorPath):
@@ -77,13 +77,13 @@ class ElementwisePath(OperatorPath):
     def exact_owner_for(self, leaf: LeafOp) -> bool:
         """Only a valid non-scalar output owns its exact lookup (RFC §3.1); a scalar output
         keeps the base elementwise lookup."""
-        return bool(leaf.outputs) and len(direct_shape(leaf.outputs[0].shape)) >= 1
+        return bool(leaf.outputs) and len(drop_batch_dim(leaf.outputs[0].shape)) >= 1
 
 
 def elementwise_extraction(kernel: str, output: Shape, output_dtype: str,
                            inputs: Sequence[Shape]) -> Extraction | Refusal:
     """The one regime builder both sides use."""
-    shape = direct_shape(output)
+    shape = drop_batch_dim(output)
     if not shape:
         return refuse(Reason.TARGET_UNAVAILABLE, "scalar output: no elementwise axis")
     if not inputs:
@@ -107,11 +107,6 @@ def elementwise_extraction(kernel: str, output: Shape, output_dtype: str,
     }
     axes = (float(shape[0]), float(shape[1])) if rank2 else (float(shape[0]),)
     return Extraction(regime, axes)
-
-
-def direct_shape(output: Shape) -> Shape:
-    """The output shape the axes read: a leading 1 dropped from rank 3 or more."""
-    return output[1:] if len(output) >= 3 and output[0] == 1 else output
 
 
 def broadcast_code(tensor: Shape, output: Shape) -> str | None:

@@ -1,7 +1,8 @@
 """Phase 1 generic compute: one continuous axis, everything else fixed.
 
 The axis is ``axis_0`` (the first dimension of the first input after an optional
-leading batch 1) or ``output_numel`` (the first output's element count), chosen per
+leading batch 1, dropped from rank ≥ 3 only: ``store.shapes.drop_batch_dim``) or
+``output_numel`` (the first output's element count), chosen per
 kernel by ``interpolation_policy.kernel_overrides.<k>.generic_compute.axis``.
 
 Regime, ``axis_0`` mode: kernel, input count, dtypes, and the shape signature of the
@@ -28,7 +29,7 @@ from store.paths.base import (
 )
 from store.result import Reason
 from store.rows import CsvRow
-from store.shapes import Shape, numel, restore_fractal_nz, strip_leading_batch
+from store.shapes import Shape, drop_batch_dim, numel, restore_fractal_nz
 
 
 class GenericComputePath(OperatorPath):
@@ -88,11 +89,11 @@ def generic_extraction(
 ) -> Extraction | Refusal:
     if axis_mode == "output_numel":
         return _numel_extraction(kernel, shapes, dtypes, outputs)
-    first = strip_leading_batch(shapes[0])
+    first = drop_batch_dim(shapes[0])
     if not first:
         return refuse(Reason.TARGET_UNAVAILABLE, "first input is a scalar: no axis_0")
     tokens = first[0]
-    signature = ";".join(_token_pattern(strip_leading_batch(s), tokens) for s in shapes)
+    signature = ";".join(_token_pattern(drop_batch_dim(s), tokens) for s in shapes)
     regime = {
         "kernel": kernel,
         "axis": "axis_0",

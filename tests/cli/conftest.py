@@ -18,7 +18,14 @@ import pytest
 from ingest.loader import ingest_path
 from store.db import make_engine, upgrade
 from tests.conftest import PERFDB
-from tests.support.perfdb import V18_DIR, Row, csv_text, mapping_doc, write_version
+from tests.support.perfdb import (
+    V18_DIR,
+    Row,
+    build_database,
+    csv_text,
+    mapping_doc,
+    write_version,
+)
 
 RMS_OP = "tensor_cast.rms_norm.default"
 
@@ -71,17 +78,15 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def fixture_db(tmp_path_factory: pytest.TempPathFactory, fixture_root: Path) -> str:
-    """The fixture version ingested; CLI tests only read it."""
-    return str(ingest_into(tmp_path_factory.mktemp("cli-db") / "fixture.db", fixture_root))
+    """The fixture version ingested (on the session's backend); CLI tests only read it."""
+    return build_database(tmp_path_factory.mktemp("cli-db"), fixture_root, stem="fixture")
 
 
 V18_CORPUS = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / V18_DIR
 
 
 @pytest.fixture(scope="session")
-def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The real v0.18 directory ingested once per session (the pattern of
-    tests/integration's perfdb_path; only the version these tests query)."""
-    if not V18_CORPUS.is_dir():
-        pytest.skip(f"the profiling corpus is not beside the checkout ({PERFDB})")
-    return str(ingest_into(tmp_path_factory.mktemp("cli-corpus") / "corpus.db", V18_CORPUS))
+def corpus_db(perfdb_path: str) -> str:
+    """The real corpus: the suite's one session ingest (tests/conftest.py's perfdb_path);
+    these tests query its v0.18."""
+    return str(perfdb_path)

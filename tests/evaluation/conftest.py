@@ -14,7 +14,7 @@ import pytest
 
 import tests.conftest as shared
 from store.api import Store
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, build_store, mapping_doc, write_version
 
 if not hasattr(shared, "perfdb_store"):
     from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
@@ -59,10 +59,9 @@ def linear_store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture()
-def square_db(tmp_path: Path) -> Path:
+def square_db(tmp_path: Path) -> str:
     write_rms(tmp_path / "data", SQUARE, **UNVERIFIED)
-    build_store(tmp_path).close()
-    return tmp_path / "store.db"
+    return build_database(tmp_path)
 
 
 @pytest.fixture()

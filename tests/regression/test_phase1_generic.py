@@ -82,3 +82,15 @@ def test_unmapped_and_unknown_version(store):
     other = LeafOp.from_json({"op": "aten.nothing.default", "args": []})
     assert store.lookup(other, "v0.18").reason is Reason.UNMAPPED
     assert store.lookup(leaf(16), "v9.9").reason is Reason.UNKNOWN_VERSION
+
+
+def test_a_one_token_row_stays_on_the_token_axis(tmp_path):
+    """[1, 7168] is one token row, not a batch: it anchors the low end of the axis."""
+    rows = [rms_row(1, 6.0), rms_row(8, 13.0)]
+    write_version(tmp_path / "data", {"RmsNorm": rows},
+                  mapping_doc({OP: {"kernel_type": "RmsNorm"}}))
+    with build_store(tmp_path) as store:
+        result = store.lookup(leaf(4), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(9.0)
+    assert [r["axes"] for r in result.details["matched_rows"]] == [[1.0], [8.0]]

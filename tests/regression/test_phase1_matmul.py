@@ -14,7 +14,7 @@ from store.api import Store
 from store.leaf import LeafOp
 from store.mapping import load_mapping
 from store.result import QuerySource, Reason
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 BF16 = "DT_BF16"
 MS, KS, NS = (16, 32, 64), (1024, 2048), (512, 1024)
@@ -71,8 +71,7 @@ def db_path(tmp_path_factory):
         "TransposeBatchMatMul": [bmm_row(32, 1, 10.0, True), bmm_row(32, 4, 16.0, True)],
     }
     write_version(tmp / "data", kernels, mapping_doc(ENTRIES))
-    build_store(tmp).close()
-    return tmp / "store.db"
+    return build_database(tmp)
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,8 @@ RMS = {
 }
 DISPATCH = {
     "op": "tensor_cast.dispatch_ffn_combine.default",
-    "args": [{"shape": [2, 4, 72, 7168], "dtype": "bfloat16"}, {"shape": [576, 8], "dtype": "int32"},
+    "args": [{"shape": [2, 4, 72, 7168], "dtype": "bfloat16"},
+             {"shape": [576, 8], "dtype": "int32"},
              [{"shape": [16, 7168, 4096], "dtype": "int8", "format": "FRACTAL_NZ"}], [None],
              "bfloat16", 0, [0, 1, 2, 3]],
     "kwargs": {"topk": 8},

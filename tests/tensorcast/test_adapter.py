@@ -18,7 +18,7 @@ from store.leaf import LeafContext, LeafOp, TensorSpec
 from store.result import QuerySource
 from store.tensorcast import ProfstoreDataSource, TensorCastResult
 from tests.conftest import PERFDB, REPO, requires_perfdb
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"
 RMS = "tensor_cast.rms_norm.default"
@@ -156,8 +156,7 @@ def small_db(tmp_path_factory):
                "tensor_cast.fused.default": {"composite": True,
                                              "sub_kernels": ["RmsNorm", "Absent"]}}
     write_version(tmp / "data", {"RmsNorm": rows}, mapping_doc(entries))
-    build_store(tmp).close()
-    return tmp / "store.db"
+    return build_database(tmp)
 
 
 @pytest.fixture(scope="module")

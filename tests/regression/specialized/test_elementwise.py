@@ -17,7 +17,7 @@ from store.leaf import LeafOp
 from store.mapping import load_mapping
 from store.paths.elementwise import ElementwisePath, broadcast_code
 from store.result import QuerySource, Reason
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 ADD, MUL, SUB = "aten.add.Tensor", "aten.mul.Tensor", "aten.sub.Tensor"
 V13_DIR = "vllm0.13.0_torch2.8.0_cann8.3"
@@ -80,8 +80,7 @@ def db(tmp_path_factory):
                                                                                  (24, 18.0))]
     v13_div = [row([[t, 8], [t, 1]], [t, 8], lat, "FLOAT") for t, lat in ((8, 4.0), (24, 6.0))]
     write_version(root / "data", {"Mul": v13_mul, "RealDiv": v13_div}, v13, directory=V13_DIR)
-    build_store(root).close()
-    return root / "store.db"
+    return build_database(root)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from store.api import Store
 from store.leaf import LeafOp
 from store.mapping import load_mapping
 from store.result import QuerySource, Reason
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 SQL = "tensor_cast.static_quant_linear.default"
 ND_OP = "test.quant_linear_nd"
@@ -62,8 +62,7 @@ ENTRIES = {
 def db_path(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("quant_matmul")
     write_version(tmp / "data", {"QuantBatchMatmulV3": rows()}, mapping_doc(ENTRIES))
-    build_store(tmp).close()
-    return tmp / "store.db"
+    return build_database(tmp)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from store.api import Store
 from store.leaf import LeafOp
 from store.mapping import load_mapping
 from store.result import QuerySource, Reason
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 ASYM = "tensor_cast.dynamic_quantize_asymmetric.default"
@@ -62,8 +62,7 @@ def db_path(tmp_path_factory):
     kernels = {"DynamicQuant": rows(), "AscendQuantV2": ascend,
                "DynamicBlockQuant": [block_row(8, 18.0), block_row(16, 26.0)]}
     write_version(tmp / "data", kernels, mapping_doc(ENTRIES))
-    build_store(tmp).close()
-    return tmp / "store.db"
+    return build_database(tmp)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,66 @@
+"""``profstore demo``: generate the demo profiling data, ingest it, inspect it, look up.
+
+The README's main job: it needs nothing but this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from ingest.loader import ingest_path
+from store.api import Store
+from store.cli.output import Column, emit
+from store.db import make_engine, upgrade
+from store.demo import DEMO_QUERIES, write_demo_data
+from store.leaf import LeafOp
+
+RESULT_COLUMNS = [
+    Column("query", "QUERY"), Column("latency_us", "LATENCY_US", True),
+    Column("source", "SOURCE"), Column("how", "METHOD / REASON"),
+]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="generate a small demo database, ingest, inspect and look up",
+        description="Write demo profiling data (roofline-formula latencies, not measurements) "
+                    "to DIR/data, ingest it into DIR/demo.db, print the inspection summary "
+                    "and answer a few lookups.")
+    parser.add_argument("--dir", default="demo", help="output folder (default: ./demo)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from store.cli.main import main
+
+    folder = Path(args.dir).resolve()
+    data, db = folder / "data", folder / "demo.db"
+    shutil.rmtree(data, ignore_errors=True)
+    for stale in folder.glob("demo.db*"):
+        stale.unlink()
+    write_demo_data(data)
+    print(f"demo data written to {data}")
+    engine = make_engine(db)
+    upgrade(engine)
+    for summary in ingest_path(engine, data):
+        print(summary.line())
+    engine.dispose()
+    for verb in (["versions"], ["kernels", "--version", "v0.18"],
+                 ["regimes", "--version", "v0.18"]):
+        print(f"\n$ profstore {' '.join(verb)} --db {db}")
+        main([*verb, "--db", str(db)])
+    print("\nlookups:")
+    emit(list(_answers(db)), RESULT_COLUMNS, False)
+    print(f"\nnext: profstore explain --db {db} --version v0.18 '<descriptor JSON>'")
+    return 0
+
+
+def _answers(db: Path):  # noqa: ANN202 - a generator of rows
+    with Store.open(db) as store:
+        for label, descriptor in DEMO_QUERIES:
+            result = store.lookup(LeafOp.from_json(descriptor), "v0.18")
+            how = result.details.get("method") if result.hit else result.reason.value
+            yield {"query": label, "latency_us": result.latency_us,
+                   "source": result.source.value if result.source else "miss", "how": how}
