@@ -14,9 +14,10 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TypeVar
 
 from store.dtypes import is_known_profiler_dtype
-from store.latency import LatencyError, select_latency
+from store.latency import CORE_TIME_COLUMNS, LatencyError, select_latency
 from store.mapping import KernelPolicy
 from store.rows import CsvRow, Slot
 from store.shapes import ShapeParseError, parse_list_cell, parse_shape_cell
@@ -29,8 +30,13 @@ BASE_COLUMNS = (
     "Output Data Types",
     "Output Formats",
 )
+CELLS_FOR_LATENCY = ("Accelerator Core", *CORE_TIME_COLUMNS)
+"""Cells the latency choice reads besides the latency columns (the core-envelope rule)."""
 LFS_MARKER = "version https://git-lfs.github.com/spec/"
 LFS_MESSAGE = "this is a Git LFS pointer, not CSV content; run git lfs pull"
+
+
+_Outcome = TypeVar("_Outcome")
 
 
 class RejectCode(str, enum.Enum):
@@ -59,6 +65,9 @@ class Rejected:
 
 @dataclass(frozen=True)
 class Accepted:
+    """An accepted row. ``cells`` holds the cells the store reads (base, latency, extra
+    and core-time columns); ``raw_text`` keeps the whole line."""
+
     row: CsvRow
     raw_text: str
     cells: Mapping[str, str]
@@ -146,17 +155,22 @@ def refuse_file(readout: FileReadout, lines: Sequence[tuple[int, str]], code: Re
 
 @dataclass(frozen=True)
 class ColumnLayout:
-    """A header classified once per file: which columns are latencies and which extras."""
+    """A header classified once per file: latency columns, extra columns, and the
+    positions of every cell a row's parse reads."""
 
     columns: tuple[str, ...]
     latency: tuple[str, ...]
     extra: tuple[str, ...]
+    read: tuple[tuple[str, int], ...]
 
     @classmethod
     def of(cls, columns: Sequence[str]) -> ColumnLayout:
         columns = tuple(columns)
-        return cls(columns, tuple(c for c in columns if is_latency_column(c)),
-                   tuple(c for c in columns if is_extra_column(c)))
+        latency = tuple(c for c in columns if is_latency_column(c))
+        extra = tuple(c for c in columns if is_extra_column(c))
+        wanted = {*BASE_COLUMNS, *latency, *extra, *CELLS_FOR_LATENCY}
+        read = tuple((c, i) for i, c in enumerate(columns) if c in wanted)
+        return cls(columns, latency, extra, read)
 
 
 def read_kernel_csv(raw: bytes, kernel_type: str, policy: KernelPolicy) -> FileReadout:
@@ -171,15 +185,16 @@ def read_kernel_csv(raw: bytes, kernel_type: str, policy: KernelPolicy) -> FileR
     readout.columns = columns
     layout = ColumnLayout.of(columns)
     last = split.lines[-1][0] if split.lines else None
+    reader = LineReader()
     for line_no, text in split.lines:
-        outcome = _parse_line(line_no, text, layout, kernel_type, policy)
+        outcome = _parse_line(line_no, text, layout, kernel_type, policy, reader)
         if not split.complete and line_no == last:
             outcome = mark_truncated(outcome)
         (readout.accepted if isinstance(outcome, Accepted) else readout.rejected).append(outcome)
     return readout
 
 
-def mark_truncated(outcome: Accepted | Rejected) -> Accepted | Rejected:
+def mark_truncated(outcome: _Outcome) -> _Outcome | Rejected:
     """A malformed last line without a line break is a cut-off file, and says so."""
     if isinstance(outcome, Rejected) and outcome.code in (RejectCode.COLUMN_COUNT,
                                                           RejectCode.CSV_SYNTAX):
@@ -188,15 +203,54 @@ def mark_truncated(outcome: Accepted | Rejected) -> Accepted | Rejected:
     return outcome
 
 
-def split_cells(line_no: int, text: str, columns: Sequence[str]) -> dict[str, str] | Rejected:
+def split_cells(line_no: int, text: str, columns: Sequence[str],
+                reader: LineReader | None = None) -> dict[str, str] | Rejected:
+    values = split_values(line_no, text, len(columns), reader)
+    return values if isinstance(values, Rejected) else dict(zip(columns, values))
+
+
+def split_values(line_no: int, text: str, width: int,
+                 reader: LineReader | None = None) -> list[str] | Rejected:
+    """One physical line as CSV cells; a quote left open at the end of the line is a
+    syntax error (a row never continues on the next line)."""
     try:
-        cells = next(csv.reader([text], strict=True))
+        values = (reader or LineReader()).parse(text)
     except csv.Error as exc:
         return Rejected(line_no, text, RejectCode.CSV_SYNTAX, f"CSV syntax error: {exc}")
-    if len(cells) != len(columns):
+    if len(values) != width:
         return Rejected(line_no, text, RejectCode.COLUMN_COUNT,
-                        f"expected {len(columns)} columns, got {len(cells)}")
-    return dict(zip(columns, cells))
+                        f"expected {width} columns, got {len(values)}")
+    return values
+
+
+class LineReader:
+    """One strict ``csv.reader`` fed a line at a time (cheaper than a reader per line;
+    one per file, not shared between threads). The feed ends after the line it was
+    given, so a field cannot run into the next line.
+    """
+
+    def __init__(self) -> None:
+        self._line: str | None = None
+        self._reader = csv.reader(self, strict=True)
+
+    def __iter__(self) -> LineReader:
+        return self
+
+    def __next__(self) -> str:
+        line, self._line = self._line, None
+        if line is None:
+            raise StopIteration
+        return line
+
+    def parse(self, text: str) -> list[str]:
+        self._line = text
+        try:
+            return next(self._reader)
+        except StopIteration:
+            return []
+        finally:
+            self._line = None
+
 
 
 def parse_kernel_line(line_no: int, text: str, columns: Sequence[str], kernel_type: str,
@@ -205,10 +259,11 @@ def parse_kernel_line(line_no: int, text: str, columns: Sequence[str], kernel_ty
 
 
 def _parse_line(line_no: int, text: str, layout: ColumnLayout, kernel_type: str,
-                policy: KernelPolicy) -> Accepted | Rejected:
-    cells = split_cells(line_no, text, layout.columns)
-    if isinstance(cells, Rejected):
-        return cells
+                policy: KernelPolicy, reader: LineReader | None = None) -> Accepted | Rejected:
+    values = split_values(line_no, text, len(layout.columns), reader)
+    if isinstance(values, Rejected):
+        return values
+    cells = {c: values[i] for c, i in layout.read}
     try:
         inputs = _slots(cells, "Input")
         outputs = _slots(cells, "Output")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ingest.csvfile import (
+    LineReader,
     RejectCode,
     Rejected,
     file_refusal,
@@ -58,8 +59,9 @@ def read_comm_csv(raw: bytes) -> CommReadout:
         return readout
     readout.columns = columns
     last = split.lines[-1][0] if split.lines else None
+    reader = LineReader()
     for line_no, text in split.lines:
-        cells = split_cells(line_no, text, columns)
+        cells = split_cells(line_no, text, columns, reader)
         outcome = cells if isinstance(cells, Rejected) else _comm_row(line_no, text, cells)
         if not split.complete and line_no == last:
             outcome = mark_truncated(outcome)

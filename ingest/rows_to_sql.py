@@ -137,11 +137,10 @@ class RowWriter:
             return
         for extraction in outcome:
             axes = (*extraction.axes, None, None, None)[:3]
-            regime = extraction.regime
             self._add(t.sample_point, (
                 self.profile_id, sample_id, kernel, path.name, extraction.regime_key,
-                *(_column_value(regime.get(c)) for c in t.REGIME_COLUMNS),
-                extraction.semantic, *axes, row.latency_us, row.latency_column,
+                *regime_columns(extraction.regime), extraction.semantic, *axes,
+                row.latency_us, row.latency_column,
             ))
 
     def _rejects(self, file_id: int | None, name: str, rejected: Iterable[Rejected]) -> None:
@@ -212,6 +211,19 @@ def _json_float(value: float | None) -> str:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+_REGIME_INDEX = {name: i for i, name in enumerate(t.REGIME_COLUMNS)}
+
+
+def regime_columns(regime: Mapping[str, object]) -> list[object]:
+    """The values of ``t.REGIME_COLUMNS`` a regime sets, None for the others."""
+    values: list[object] = [None] * len(_REGIME_INDEX)
+    for name, value in regime.items():
+        index = _REGIME_INDEX.get(name)
+        if index is not None:
+            values[index] = _column_value(value)
+    return values
 
 
 def _column_value(value: object) -> object:

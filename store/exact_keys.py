@@ -47,11 +47,13 @@ def prefix_keys(row: CsvRow) -> list[PrefixKeys]:
     raw_body = stripped_body = ""
     strippable = False
     for n, slot in enumerate(row.present_inputs(), start=1):
-        stripped = strip_leading_batch(slot.shape)
-        strippable = strippable or stripped != slot.shape
+        text = stripped = shape_text(slot.shape)
+        stripped_shape = strip_leading_batch(slot.shape)
+        if stripped_shape != slot.shape:
+            strippable, stripped = True, shape_text(stripped_shape)
         sep = ";" if n > 1 else ""
-        raw_body += f"{sep}{shape_text(slot.shape)}:{slot.dtype}"
-        stripped_body += f"{sep}{shape_text(stripped)}:{slot.dtype}"
+        raw_body += f"{sep}{text}:{slot.dtype}"
+        stripped_body += f"{sep}{stripped}:{slot.dtype}"
         found.append(PrefixKeys(f"{RAW}{n}|{raw_body}", f"{STRIPPED}{n}|{stripped_body}",
                                 strippable))
     return found

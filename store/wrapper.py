@@ -80,52 +80,43 @@ class Dispatcher:
 
     def _with_path(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
                    options: LookupOptions, path: OperatorPath) -> QueryResult:
+        """Base exact first unless the path owns exact matching; then the path per kernel.
+
+        With interpolation disabled, a path whose exact coordinate is its base lookup
+        (``specialized_base``: the attention paths, RFC §4.3.2) still answers it and never
+        falls through to the generic input-signature lookup; every other leaf gets the
+        Phase 1 base result alone."""
         owns_exact = path.exact_owner_for(leaf)
+        if not options.interpolation and not path.specialized_base:
+            owns_exact = False
         base, base_attempts = None, []
-        if not owns_exact or not options.interpolation:
-            base, base_attempts = self._base(leaf, entry, profile, options, path)
+        if not owns_exact:
+            base, base_attempts = self._base(leaf, entry, profile, options)
             if base is not None and base.source is not QuerySource.PARTIAL:
                 base.details.setdefault("exact_owner", "base")
                 return base
-        if not options.interpolation:
-            return base or _miss_from(base_attempts, [], leaf, "interpolation disabled")
+            if not options.interpolation:
+                return base or _miss_from(base_attempts, [], leaf, "interpolation disabled")
         attempts = []
         for kernel in entry.kernels:
             ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
-            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id, True,
-                                                  options.exclude))
+            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id,
+                                                  options.interpolation, options.exclude))
             attempts.append(attempt)
             if attempt.result is not None:
                 return _finish(attempt.result, entry, kernel, owns_exact, base_attempts)
         if base is not None:
             base.details["interpolation_attempts"] = [a.summary() for a in attempts]
             return base
-        return _miss_from(base_attempts, attempts, leaf, "")
+        note = "" if options.interpolation else "interpolation disabled"
+        return _miss_from(base_attempts, attempts, leaf, note)
 
-    def _base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile, options: LookupOptions,
-              path: OperatorPath) -> tuple[QueryResult | None, list[Attempt]]:
+    def _base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile, options: LookupOptions
+              ) -> tuple[QueryResult | None, list[Attempt]]:
         if entry.selector == "elementwise":
             return self.base.elementwise(leaf, entry, profile.mapping, profile.id,
                                          options.exclude)
-        if entry.selector == "attention_special":
-            return self._attention_base(leaf, entry, profile, options, path)
         return self.base.lookup(leaf, entry, profile.mapping, profile.id, options.exclude)
-
-    def _attention_base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
-                        options: LookupOptions, path: OperatorPath
-                        ) -> tuple[QueryResult | None, list[Attempt]]:
-        """Phase 1 base attention is the (seq, batch) coordinate in the attention regime,
-        not the input signature (store/paths/attention_fia.py); with interpolation
-        disabled it is answered by the path without interpolating."""
-        attempts = []
-        for kernel in entry.kernels:
-            ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
-            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id, False,
-                                                  options.exclude))
-            attempts.append(attempt)
-            if attempt.result is not None:
-                return _finish(attempt.result, entry, kernel, True, []), attempts
-        return None, attempts
 
     def _composite(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
                    options: LookupOptions) -> QueryResult:

@@ -77,11 +77,11 @@ class BenchOptions:
 
     @property
     def reps(self) -> int:
-        return 3 if self.quick else 40
+        return 3 if self.quick else 20
 
     @property
     def stream(self) -> int:
-        return 300 if self.quick else 20000
+        return 300 if self.quick else 10000
 
     @property
     def workload(self) -> Path:

@@ -130,6 +130,10 @@ def regime_plot(store: Store, version: str, choice: RegimeChoice, out: str | Pat
                         varying[0] if varying else 0, names)
     else:
         fig = _two_axes(plt, store, version, choice, report.points, varying[:2], names)
+        if len(varying) > 2:
+            hidden = ", ".join(names[i] for i in varying[2:])
+            fig.axes[0].set_title(f"projection: points that differ only in {hidden} overlap",
+                                  fontsize=8)
     title = f"{choice.kernel} · {choice.path} · regime #{choice.rank}\n{_clip(choice.regime_key)}"
     fig.suptitle(title, fontsize=8)
     Path(out).write_bytes(png_bytes(fig))
@@ -194,7 +198,7 @@ def _one_axis(plt: Any, store: Store, version: str, choice: RegimeChoice,
     bottom.set_xlabel(axis_name + "  (dotted: hull boundary, not answerable)")
     bottom.set_ylabel("|error| %")
     bottom.legend(fontsize=7)
-    if xs_measured[0] > 0 and xs_measured[-1] / xs_measured[0] > 1000:
+    if _wide(np.array(xs_measured)):
         bottom.set_xscale("log")
     return fig
 
@@ -230,8 +234,17 @@ def _two_axes(plt: Any, store: Store, version: str, choice: RegimeChoice,
                marker="x", color="tab:red", s=40, zorder=4, label="interior, not answered")
     ax.set_xlabel(names[pair[0]] if pair[0] < len(names) else f"axis_{pair[0]}")
     ax.set_ylabel(names[pair[1]] if pair[1] < len(names) else f"axis_{pair[1]}")
+    for column, scale in ((0, ax.set_xscale), (1, ax.set_yscale)):
+        if _wide(unique[:, column]):
+            scale("log")
     ax.legend(fontsize=7, loc="lower right")
     return fig
+
+
+def _wide(values: np.ndarray) -> bool:
+    """Whether an axis spans three decades or more (then drawn on a log scale)."""
+    low, high = float(np.min(values)), float(np.max(values))
+    return low > 0 and high / low > 1000
 
 
 def source_distribution_png(replays: Sequence[Any]) -> bytes:

@@ -133,6 +133,7 @@ class FusedInferAttentionPath(OperatorPath):
     axis_groups = ((0,), (0, 1))
     ceiling = 2
     owns_exact = True
+    specialized_base = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         facts = row_facts(row)

@@ -90,6 +90,10 @@ class OperatorPath:
     owns_exact: ClassVar[bool] = False
     kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels this path always interprets at ingest, whatever the mapping says."""
+    specialized_base: ClassVar[bool] = False
+    """The path's exact coordinate is the base lookup itself (the attention paths, whose
+    base lookups come with their prerequisites): with interpolation disabled it still
+    answers. Other paths then return the Phase 1 base result (RFC §3.1, §8.2)."""
     phase1_kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
     MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""

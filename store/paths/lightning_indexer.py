@@ -62,6 +62,7 @@ class LightningIndexerPath(OperatorPath):
     axis_groups = ((0,), (1,), (0, 1))
     ceiling = 2
     owns_exact = True
+    specialized_base = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         if len(row.inputs) <= max(ROW_REQUEST_SLOTS):

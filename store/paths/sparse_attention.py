@@ -67,6 +67,7 @@ class SparseSharedKVPath(OperatorPath):
     axis_groups = ((0,),)
     ceiling = 1
     owns_exact = True
+    specialized_base = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         if len(row.inputs) <= max(ROW_REQUEST_SLOTS):

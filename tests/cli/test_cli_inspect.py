@@ -183,6 +183,7 @@ def test_sql_table_output(capsys, fixture_db):
     "WITH gone AS (SELECT id FROM sample) DELETE FROM sample WHERE id IN gone",
     "UPDATE sample SET latency_us = 0",
 ])
+@pytest.mark.sqlite_only
 def test_sql_refuses_writes(capsys, fixture_db, statement):
     code, out, err = run(capsys, "sql", "--db", fixture_db, statement)
     assert code == 1
@@ -194,6 +195,7 @@ def test_sql_refuses_writes(capsys, fixture_db, statement):
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+@pytest.mark.sqlite_only
 def test_sql_connection_is_read_only_even_without_the_guard(capsys, fixture_db,
                                                             monkeypatch):
     monkeypatch.setattr(inspect_verbs, "check_read_only", lambda sql: None)
@@ -204,6 +206,7 @@ def test_sql_connection_is_read_only_even_without_the_guard(capsys, fixture_db,
         assert conn.execute("SELECT count(*) FROM rejected_row").fetchone() == (2,)
 
 
+@pytest.mark.sqlite_only
 def test_sql_database_error_is_one_line(capsys, fixture_db):
     code, _, err = run(capsys, "sql", "--db", fixture_db, "SELECT * FROM no_such_table")
     assert code == 1

@@ -266,6 +266,7 @@ def refusals(tmp_path) -> dict[str, int]:
     return {reason.split(":")[0]: n for reason, n in rows}
 
 
+@pytest.mark.sqlite_only
 def test_rows_without_runtime_sequence_are_refused(tmp_path):
     rows = [decode_row(256, 1, 11.0, heads=8),
             fia_row([16, 4, 128], [512, 128, 128], 12.0,
@@ -283,6 +284,7 @@ def legacy_row(q: list[int], key: list[int], seq: int, latency: float,
     return fia_row(q, key, latency, {"avg_seq_len": seq}, table=table, mask=mask)
 
 
+@pytest.mark.sqlite_only
 def test_legacy_rows_read_heads_and_kv_heads_from_shapes(tmp_path):
     rows = [legacy_row([1, 16, 128], [512, 128, 256], 512, 11.0, table=[1, 64]),
             legacy_row([1, 16, 128], [512, 128, 256], 3072, 14.0, table=[1, 64]),
@@ -360,6 +362,7 @@ def test_corpus_mla_rows_need_a_rope_input(corpus):
     assert result.details["target_regime"]["sparse_mode"] == 0
 
 
+@pytest.mark.sqlite_only
 def test_corpus_refusals_per_version(corpus):
     _, root = corpus
     with sqlite3.connect(root / "store.db") as conn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,8 @@ from ingest.writer import Row, csv_text
 from store.latency import is_valid_latency
 from store.mapping import KernelPolicy
 from tests.robustness import FUZZ, HUGE_INT, mutated
+
+pytestmark = pytest.mark.no_database
 
 POLICIES = (
     KernelPolicy(),

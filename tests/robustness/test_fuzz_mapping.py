@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from hypothesis import given
 
 from store.mapping import MappingError, VersionMapping, load_mapping
 from tests.robustness import FUZZ, mutated, mutated_tree
+
+pytestmark = pytest.mark.no_database
 
 MAPPING_TEXT = """\
 version: "0.18.0"

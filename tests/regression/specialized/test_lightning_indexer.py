@@ -314,3 +314,15 @@ def test_api_path_mismatch_refuses_the_rows(tmp_path):
         "regime_mismatch: CSV API path 'torch_npu.npu_quant_lightning_indexer' differs from "
         "the mapping's torch_npu.npu_lightning_indexer": 4}
     assert result.details["target_regime"]["api_path"] == API
+
+
+def test_disable_switch_keeps_the_specialised_exact_and_never_the_generic_base(tmp_path):
+    """With interpolation off the path's exact coordinate still answers (its base lookup);
+    the generic input-signature lookup, which would merge both caches, never does."""
+    rows = [li_row(4, 1000, 10.0), li_row(4, 2000, 20.0)]
+    with make_store(tmp_path, rows, entry={**ENTRY, "tc_input_count": 1}, unique=False) as s:
+        exact = s.lookup(li_leaf(4, 2000, query=[4, 32, 128]), "v0.18", interpolation=False)
+        between = s.lookup(li_leaf(4, 1500, query=[4, 32, 128]), "v0.18", interpolation=False)
+    assert (exact.latency_us, exact.details["method"]) == (20.0, "exact_coordinate")
+    assert between.latency_us is None
+    assert between.reason is Reason.INTERPOLATION_DISABLED
