@@ -298,7 +298,13 @@ def _slots(cells: Mapping[str, str], side: str) -> tuple[Slot, ...]:
             f"{side.lower()} slots disagree: {len(shapes)} shapes, {len(dtypes)} dtypes, "
             f"{len(formats)} formats",
         )
-    return tuple(Slot.from_cells(s, d, f) for s, d, f in zip(shapes, dtypes, formats))
+    return tuple(map(_slot, shapes, dtypes, formats))
+
+
+@lru_cache(maxsize=65536)
+def _slot(shape: tuple[int, ...] | None, dtype: str, fmt: str) -> Slot:
+    """Slots are immutable and recur across rows: one object per distinct slot."""
+    return Slot.from_cells(shape, dtype, fmt)
 
 
 @lru_cache(maxsize=4096)

@@ -168,10 +168,17 @@ def _insert_profile(conn: Connection, source: VersionSource, alias: str, digest:
 
 
 def _load_mapping(writer: RowWriter, files: dict[str, bytes]) -> VersionMapping:
+    """The version's mapping; a mapping that cannot be used becomes a rejected row of
+    op_mapping.yaml and the version's CSVs still ingest (under the default policy)."""
     if MAPPING_FILE not in files:
         return EMPTY_MAPPING
     try:
-        mapping = load_mapping(files[MAPPING_FILE].decode("utf-8", "replace"), is_text=True)
+        text = files[MAPPING_FILE].decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        writer.reject_mapping(RejectCode.UNREADABLE_FILE, f"op_mapping.yaml is not UTF-8: {exc}")
+        return EMPTY_MAPPING
+    try:
+        mapping = load_mapping(text, is_text=True)
     except MappingError as exc:
         writer.reject_mapping(RejectCode.MAPPING_PROBLEM, f"op_mapping.yaml refused: {exc}")
         return EMPTY_MAPPING

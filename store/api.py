@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from sqlalchemy import Engine, or_, select
 
@@ -19,7 +20,19 @@ from store.leaf import LeafOp
 from store.mapping import VersionMapping, merge_overlay
 from store.path_lookup import PathRunner
 from store.result import QueryResult, Reason
+from store.snapshot import Generation, Generations, SnapshotEngine, fingerprint
 from store.wrapper import Dispatcher, LookupOptions, Profile
+
+REFRESH_SECONDS = 1.0
+"""How stale a cached answer may be after a re-ingest (one small query per interval)."""
+
+
+class Caches(NamedTuple):
+    """The query objects of one generation (store/snapshot.py)."""
+
+    queries: CandidateQueries
+    dispatcher: Dispatcher
+    results: LRU
 
 
 class Store:
@@ -27,26 +40,40 @@ class Store:
     version's mapping is read on its first lookup, candidates per regime on demand."""
 
     def __init__(self, engine: Engine, *, cache_size: int = 65536,
-                 mapping_overlay: VersionMapping | None = None) -> None:
+                 mapping_overlay: VersionMapping | None = None,
+                 refresh_seconds: float | None = REFRESH_SECONDS) -> None:
         self.engine = engine
-        self.queries = CandidateQueries(engine)
-        self.dispatcher = Dispatcher(
-            BaseExact(self.queries),
-            PathRunner(self.queries, TriangulationCache(512)),
-            CommunicationLookup(engine),
-        )
         self.mapping_overlay = mapping_overlay
-        self._profiles: dict[str, Profile | None] = {}
-        self._results = LRU(cache_size)
+        self._cache_size = cache_size
+        self._snapshots = SnapshotEngine(engine)
+        self._generations = Generations(self._new_caches, refresh_seconds)
         self._lock = threading.Lock()
+
+    def _new_caches(self) -> Caches:
+        queries = CandidateQueries(self._snapshots)
+        dispatcher = Dispatcher(BaseExact(queries),
+                                PathRunner(queries, TriangulationCache(512)),
+                                CommunicationLookup(self._snapshots))
+        return Caches(queries, dispatcher, LRU(self._cache_size))
+
+    @property
+    def queries(self) -> CandidateQueries:
+        return self._generations.current.parts.queries
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self._generations.current.parts.dispatcher
 
     @classmethod
     def open(cls, url_or_path: str | Path, *, read_only: bool = True,
-             mapping_overlay: VersionMapping | None = None, cache_size: int = 65536) -> Store:
+             mapping_overlay: VersionMapping | None = None, cache_size: int = 65536,
+             refresh_seconds: float | None = REFRESH_SECONDS) -> Store:
         """Open a database by SQLAlchemy URL or SQLite file path.
 
         A writable open brings the schema to head; a read-only open refuses a database
-        that is not at head rather than migrating it.
+        that is not at head rather than migrating it. Every lookup that queries reads one
+        snapshot and follows a re-ingest at once; cached answers are re-validated at most
+        every ``refresh_seconds`` (None: never; see store/snapshot.py).
         """
         url = normalize_url(url_or_path)
         if url.startswith("sqlite") and not read_only:
@@ -56,7 +83,8 @@ class Store:
             upgrade(engine)
         else:
             _require_file(url)
-        return cls(engine, cache_size=cache_size, mapping_overlay=mapping_overlay)
+        return cls(engine, cache_size=cache_size, mapping_overlay=mapping_overlay,
+                   refresh_seconds=refresh_seconds)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -81,17 +109,23 @@ class Store:
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
         options = LookupOptions(bool(interpolation), frozenset(exclude_samples))
         key = (leaf, version, options)
-        cached = self._results.get(key)
-        if cached is not None:
-            return cached
-        profile = self.profile(version)
-        if profile is None:
-            result = QueryResult.miss(Reason.UNKNOWN_VERSION,
-                                      message=f"no ingested version {version!r}")
-        else:
-            result = self.dispatcher.lookup(leaf, profile, options)
-            result.details.setdefault("version", profile.alias)
-        self._results.put(key, result)
+        if not self._generations.due():
+            cached = self._generations.current.parts.results.get(key)
+            if cached is not None:
+                return cached
+        with self._snapshots.snapshot() as conn:
+            generation = self._generations.matching(fingerprint(conn))
+            cached = generation.parts.results.get(key)
+            if cached is not None:
+                return cached
+            profile = self._profile_in(generation, version)
+            if profile is None:
+                result = QueryResult.miss(Reason.UNKNOWN_VERSION,
+                                          message=f"no ingested version {version!r}")
+            else:
+                result = generation.parts.dispatcher.lookup(leaf, profile, options)
+                result.details.setdefault("version", profile.alias)
+        generation.parts.results.put(key, result)
         return result
 
     def lookup_many(self, leaves: Iterable[LeafOp], version: str,
@@ -99,15 +133,18 @@ class Store:
         return [self.lookup(leaf, version, interpolation) for leaf in leaves]
 
     def clear_cache(self) -> None:
-        self._results.clear()
-        self.queries.clear()
-        self._profiles.clear()
+        self._generations.reset()
 
     def profile(self, version: str) -> Profile | None:
+        """The version's profile as of now (re-read after a re-ingest)."""
+        with self._snapshots.snapshot() as conn:
+            return self._profile_in(self._generations.matching(fingerprint(conn)), version)
+
+    def _profile_in(self, generation: Generation, version: str) -> Profile | None:
         with self._lock:
-            if version not in self._profiles:
-                self._profiles[version] = self._load_profile(version)
-            return self._profiles[version]
+            if version not in generation.profiles:
+                generation.profiles[version] = self._load_profile(version)
+            return generation.profiles[version]
 
     def versions(self) -> list[str]:
         with self.engine.connect() as conn:
@@ -116,7 +153,7 @@ class Store:
 
     def _load_profile(self, version: str) -> Profile | None:
         p = t.profile_set.c
-        with self.engine.connect() as conn:
+        with self._snapshots.connect() as conn:
             row = conn.execute(select(t.profile_set).where(
                 or_(p.alias == version, p.directory == version)).order_by(p.id)).first()
             if row is None:

@@ -283,27 +283,39 @@ def _merge_points(
     return array, np.array(values, dtype=float), merged, ambiguous
 
 
-_REASON_PRIORITY = (
+_BOUNDS_AND_GUARD = (
     Reason.LATENCY_INVALID,
     Reason.OUTSIDE_CONVEX_HULL,
     Reason.OUTSIDE_RANGE,
+)
+_CANDIDATE_SHORTAGE = (
     Reason.DEGENERATE_CANDIDATES,
     Reason.INSUFFICIENT_CANDIDATES,
 )
 
 
 def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:
-    """The most telling reason among the group attempts. A blocked group wins: the answer
-    needed a dimension that max_interpolation_dim forbids."""
-    attempted = {t["outcome"]: t.get("message", "") for t in tried
-                 if t["outcome"] != "dimension_blocked"}
+    """The most telling reason among the group attempts.
+
+    A corrupt latency or a target beyond the measured hull/range says the most (the
+    highest dimension attempted has the last word: a 2-D ``outside_convex_hull`` means
+    even the widest allowed group could not enclose the target).
+    Otherwise, when a group above max_interpolation_dim was blocked, the answer needed a
+    dimension the policy forbids; else the candidates were too few or degenerate."""
+    attempted = {}
+    for t in tried:
+        if t["outcome"] != "dimension_blocked":
+            attempted.setdefault(t["outcome"], t.get("message", ""))
+    for reason in _BOUNDS_AND_GUARD:
+        if reason.value in attempted:
+            return reason, attempted[reason.value]
     blocked = [t for t in tried if t["outcome"] == "dimension_blocked"]
     if blocked:
         lower = "; ".join(f"{k}: {v}" for k, v in attempted.items())
         return Reason.DIMENSION_BLOCKED, (
             f"axis groups above max_interpolation_dim {blocked[0]['ceiling']} are blocked"
             + (f" and lower ones missed ({lower})" if lower else ""))
-    for reason in _REASON_PRIORITY:
+    for reason in _CANDIDATE_SHORTAGE:
         if reason.value in attempted:
             return reason, attempted[reason.value]
     return Reason.INSUFFICIENT_CANDIDATES, "no axis group had enough candidates"

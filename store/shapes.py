@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 Shape = tuple[int, ...]
 
@@ -28,26 +29,32 @@ def parse_shape_cell(text: str) -> tuple[Shape | None, ...]:
     body = text.strip().strip('"').strip()
     if body == "":
         return ()
-    return tuple(_parse_one_shape(part, text) for part in body.split(";"))
+    try:
+        return tuple(map(_parse_one_shape, body.split(";")))
+    except ShapeParseError as exc:
+        raise ShapeParseError(f"{exc} in {text!r:.120}") from None
 
 
-def _parse_one_shape(part: str, cell: str) -> Shape | None:
+@lru_cache(maxsize=65536)
+def _parse_one_shape(part: str) -> Shape | None:
+    """One shape of a cell (cached: the same shapes recur across rows and files)."""
     part = part.strip()
     if part == "":
         return None
     if part == "()":
         return ()
     if not _SHAPE.fullmatch(part):
-        raise ShapeParseError(f"unparsable shape {part!r} in {cell!r}")
+        raise ShapeParseError(f"unparsable shape {part!r:.80}")
     try:
         dims = tuple(map(int, part.split(",")))
     except ValueError as exc:  # more digits than int() converts
         raise ShapeParseError(f"dimension too long in shape {part[:40]!r}…") from exc
     if min(dims) < 0:
-        raise ShapeParseError(f"negative dimension in shape {part!r} of {cell!r}")
+        raise ShapeParseError(f"negative dimension in shape {part!r}")
     return dims
 
 
+@lru_cache(maxsize=4096)
 def parse_list_cell(text: str) -> tuple[str, ...]:
     """Split a ``;``-separated dtype or format cell, keeping empty slots as ``""``."""
     body = text.strip().strip('"').strip()
@@ -92,7 +99,12 @@ def leading_product(shape: Sequence[int]) -> int:
 def shape_text(shape: Shape | None) -> str:
     if shape is None:
         return ""
-    return ",".join(str(d) for d in shape) if shape else "()"
+    return _tuple_text(shape if isinstance(shape, tuple) else tuple(shape))
+
+
+@lru_cache(maxsize=65536)
+def _tuple_text(shape: Shape) -> str:
+    return ",".join(map(str, shape)) if shape else "()"
 
 
 def shapes_text(shapes: Iterable[Shape | None]) -> str:

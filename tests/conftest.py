@@ -68,7 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if perfdb.on_postgresql():
-        perfdb.drop_databases(list(perfdb.BACKEND.created))
+        perfdb.drop_all()
 
 
 @pytest.fixture(autouse=True)

@@ -105,6 +105,7 @@ def test_progress_draws_only_on_a_terminal():
 
 
 @requires_perfdb
+@pytest.mark.sqlite_only
 def test_bench_quick_writes_every_measurement(capsys, tmp_path):
     target = tmp_path / "bench.json"
     code, out, _ = run(capsys, "bench", "--quick", "--json", target)

@@ -3,8 +3,9 @@ backend.
 
 The backend is chosen once per pytest session (``--backend``, see tests/conftest.py):
 SQLite writes ``<tmp_path>/store.db``; PostgreSQL creates a fresh database
-``profstore_t_<uuid>`` through the admin URL for every store, and tests/conftest.py
-drops it when the test (or the fixture scope) that made it ends.
+``profstore_t_<uuid>`` through the admin URL for every store (a copy of a template
+migrated once per session with ``store.db.upgrade``), and tests/conftest.py drops it
+when the test that made it ends (wider-scoped fixtures' databases: at session end).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from ingest.loader import ingest_path
 from ingest.writer import (  # noqa: F401 - re-exported for tests
@@ -38,11 +40,15 @@ DATABASE_PREFIX = "profstore_t_"
 
 @dataclass
 class Backend:
-    """The session's backend; ``created`` lists the PostgreSQL databases not yet dropped."""
+    """The session's backend. ``created`` lists the PostgreSQL databases not yet dropped;
+    ``template`` is a database migrated to head once per session, copied by every
+    ``CREATE DATABASE`` (so each store skips re-running the migrations)."""
 
     name: str = SQLITE
     admin_url: str | None = None
     created: list[str] = field(default_factory=list)
+    template: str | None = None
+    admin: Engine | None = None
 
 
 BACKEND = Backend()
@@ -59,32 +65,62 @@ def on_postgresql() -> bool:
 
 
 def _admin_execute(statement: str) -> None:
-    engine = create_engine(BACKEND.admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(statement))
-    finally:
-        engine.dispose()
+    if BACKEND.admin is None:
+        BACKEND.admin = create_engine(BACKEND.admin_url, isolation_level="AUTOCOMMIT",
+                                      poolclass=NullPool)
+    with BACKEND.admin.connect() as conn:
+        conn.execute(text(statement))
+
+
+def _database_url(name: str) -> str:
+    return make_url(BACKEND.admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _create(template: str | None) -> str:
+    name = f"{DATABASE_PREFIX}{uuid.uuid4().hex}"
+    _admin_execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    return name
+
+
+def _template() -> str:
+    if BACKEND.template is None:
+        name = _create(None)
+        engine = make_engine(_database_url(name))
+        try:
+            upgrade(engine)
+        finally:
+            engine.dispose()
+        BACKEND.template = name
+    return BACKEND.template
 
 
 def new_database(tmp_path: Path, stem: str = "store") -> str:
     """An empty database on the selected backend: a SQLite file path, or the URL of a
-    database created for this call."""
+    database created for this call (already at the schema head)."""
     if not on_postgresql():
         return str(Path(tmp_path) / f"{stem}.db")
-    name = f"{DATABASE_PREFIX}{uuid.uuid4().hex}"
-    _admin_execute(f'CREATE DATABASE "{name}"')
+    name = _create(_template())
     BACKEND.created.append(name)
-    url = make_url(BACKEND.admin_url).set(database=name)
-    return url.render_as_string(hide_password=False)
+    return _database_url(name)
 
 
 def drop_databases(names: list[str]) -> None:
     """Drop test databases (connections still open are terminated)."""
-    for name in names:
+    for name in list(names):
         _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if name in BACKEND.created:
             BACKEND.created.remove(name)
+
+
+def drop_all() -> None:
+    """Session end: every database still listed, then the template."""
+    drop_databases(BACKEND.created)
+    if BACKEND.template is not None:
+        drop_databases([BACKEND.template])
+        BACKEND.template = None
+    if BACKEND.admin is not None:
+        BACKEND.admin.dispose()
+        BACKEND.admin = None
 
 
 def build_database(tmp_path: Path, root: Path | None = None, stem: str = "store") -> str:

@@ -26,6 +26,7 @@ TORCH_SIZES = {
     "bool": 1,
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
+    "float8_e8m0fnu": 1,
     "int4": 0.5,
     "float4_e2m1fn_x2": 1,
     "complex64": 8,
@@ -45,6 +46,7 @@ PROFILER_SIZES = {
     "BOOL": 1,
     "FLOAT8_E4M3FN": 1,
     "FLOAT8_E5M2": 1,
+    "FLOAT8_E8M0": 1,
     "INT4": 0.5,
     "FLOAT4_E2M1": 0.5,
     "HIFLOAT8": 1,
@@ -64,6 +66,7 @@ TORCH_TO_PROFILER = [
     ("int16", "INT16"),
     ("float8_e4m3fn", "FLOAT8_E4M3FN"),
     ("float8_e5m2", "FLOAT8_E5M2"),
+    ("float8_e8m0fnu", "FLOAT8_E8M0"),
     ("int4", "INT4"),
     ("float4_e2m1fn_x2", "FLOAT4_E2M1"),
 ]

@@ -1,0 +1,127 @@
+"""Alembic is the only way the schema is made: the migration equals the metadata, upgrades
+are idempotent through the API and the repo's alembic.ini, and read-only opens refuse writes."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, insert, inspect, select, text
+from sqlalchemy.exc import OperationalError
+
+from store import schema as t
+from store.api import Store
+from store.db import alembic_config, current_revision, head_revision, make_engine, upgrade
+from tests.conftest import REPO
+
+VIEWS = {"regimes", "duplicates"}
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def schema_drift(url: str) -> list:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), t.metadata)
+    engine.dispose()
+    return diff
+
+
+def view_names(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
+
+
+def test_command_api_upgrades_an_empty_database_then_is_a_noop_at_head(tmp_path):
+    db = tmp_path / "api.db"
+    url = sqlite_url(db)
+    command.upgrade(alembic_config(url), "head")
+    engine = create_engine(url)
+    assert current_revision(engine) == head_revision()
+    with engine.begin() as conn:
+        conn.execute(insert(t.profile_set).values(
+            id=1, alias="v0.18", device="D", framework="vllm_ascend", directory="d",
+            source_path="/x", content_hash="h", ingested_at="now", files=0, rows_read=0,
+            rows_accepted=0, rows_rejected=0))
+    command.upgrade(alembic_config(url), "head")
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as conn:
+        assert conn.execute(select(t.profile_set.c.alias)).scalars().all() == ["v0.18"]
+    engine.dispose()
+    assert schema_drift(url) == []
+    assert view_names(db) == VIEWS
+
+
+def run_alembic_cli(url: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "alembic", "-x", f"db={url}", "upgrade", "head"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_repo_alembic_ini_upgrades_an_empty_database_then_is_a_noop(tmp_path):
+    db = tmp_path / "cli.db"
+    url = sqlite_url(db)
+    first = run_alembic_cli(url)
+    assert first.returncode == 0, first.stderr
+    second = run_alembic_cli(url)
+    assert second.returncode == 0, second.stderr
+    engine = create_engine(url)
+    assert current_revision(engine) == head_revision()
+    engine.dispose()
+    assert schema_drift(url) == []
+    assert view_names(db) == VIEWS
+
+
+def test_upgrade_helper_creates_every_table_and_index_of_the_metadata(tmp_path):
+    engine = make_engine(tmp_path / "helper.db")
+    assert upgrade(engine) == head_revision()
+    assert upgrade(engine) == head_revision()
+    found = inspect(engine)
+    assert set(found.get_table_names()) == set(t.metadata.tables) | {"alembic_version"}
+    for table in t.metadata.sorted_tables:
+        expected = {ix.name for ix in table.indexes}
+        assert {ix["name"] for ix in found.get_indexes(table.name)} == expected, table.name
+    engine.dispose()
+
+
+def test_views_answer_queries_on_a_fresh_database(tmp_path):
+    engine = make_engine(tmp_path / "views.db")
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT COUNT(*) FROM regimes")).scalar() == 0
+        assert conn.execute(text("SELECT COUNT(*) FROM duplicates")).scalar() == 0
+    engine.dispose()
+
+
+def test_read_only_store_refuses_writes_and_keeps_the_data(tmp_path):
+    db = tmp_path / "ro.db"
+    writer = make_engine(db)
+    upgrade(writer)
+    writer.dispose()
+    with Store.open(db) as store:
+        with pytest.raises(OperationalError, match="readonly"), store.engine.begin() as conn:
+            conn.execute(insert(t.profile_set).values(
+                id=1, alias="x", device="D", framework="f", directory="d", source_path="/x",
+                content_hash="h", ingested_at="now", files=0, rows_read=0, rows_accepted=0,
+                rows_rejected=0))
+        with pytest.raises(OperationalError, match="readonly"), store.engine.begin() as conn:
+            conn.execute(text("CREATE TABLE intruder (x INTEGER)"))
+        assert store.versions() == []
+    with sqlite3.connect(db) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "intruder" not in tables
+
+
+def test_read_only_open_of_a_missing_file_does_not_create_it(tmp_path):
+    db = tmp_path / "absent.db"
+    with pytest.raises(FileNotFoundError, match="no database"):
+        Store.open(db)
+    assert not db.exists()
