@@ -14,7 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Engine, and_, select
+from sqlalchemy import Engine, and_, func, select
 
 from store import schema as t
 from store.exact_keys import output_key
@@ -198,9 +198,7 @@ class CandidateQueries:
         return RegimeSlice(axes, latency, tuple(r.latency_column for r in rows), tuple(rows))
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
-        """(points, distinct regimes) of a kernel on a path: tells a regime mismatch from no data."""
-        from sqlalchemy import func
-
+        """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""
         p = t.sample_point.c
         stmt = select(func.count(), func.count(p.regime_key.distinct())).where(
             p.profile_id == profile_id, p.kernel_type == kernel, p.path == path
@@ -210,8 +208,6 @@ class CandidateQueries:
         return int(points), int(regimes)
 
     def refusal_counts(self, profile_id: int, kernel: str, path: str) -> dict[str, int]:
-        from sqlalchemy import func
-
         r = t.path_refusal.c
         stmt = (
             select(r.reason, func.count())
