@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # One entry point for a newcomer:
 #   ./dev.sh demo    set up a virtualenv, generate the demo profiling data, ingest it, inspect, look up
-#   ./dev.sh test    set up the virtualenv and run the whole test suite
+#   ./dev.sh test    set up the virtualenv and run the whole test suite on SQLite; when
+#                    PROFSTORE_TEST_PG_URL is set (.ci/run sets it), run the database-backed
+#                    folders again on PostgreSQL (--backend postgresql; unit tests and the
+#                    pure parser fuzzers are backend-independent and run once)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
+PG_TESTS=(tests/regression tests/integration tests/cli tests/evaluation tests/tensorcast
+          tests/ingest tests/robustness tests/postgres)
 
 setup() {
   if [ ! -x "$VENV/bin/python" ]; then
@@ -22,7 +27,15 @@ case "${1:-}" in
   test)
     setup
     shift
-    "$VENV/bin/python" -m pytest -q "$@" ;;
+    "$VENV/bin/python" -m pytest -q "$@"
+    if [ -n "${PROFSTORE_TEST_PG_URL:-}" ]; then
+      echo "== again on PostgreSQL (--backend postgresql) =="
+      if [ "$#" -gt 0 ]; then
+        "$VENV/bin/python" -m pytest -q --backend postgresql "$@"
+      else
+        "$VENV/bin/python" -m pytest -q --backend postgresql "${PG_TESTS[@]}"
+      fi
+    fi ;;
   bench)
     setup
     "$VENV/bin/profstore" bench --root "${2:-../shared/perfdb}" ;;

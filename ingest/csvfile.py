@@ -37,6 +37,7 @@ LFS_MESSAGE = "this is a Git LFS pointer, not CSV content; run git lfs pull"
 
 
 _Outcome = TypeVar("_Outcome")
+_Readout = TypeVar("_Readout")
 
 
 class RejectCode(str, enum.Enum):
@@ -120,22 +121,32 @@ def split_text(raw: bytes) -> SplitText:
     return SplitText(kept[0], kept[1:], complete, problem)
 
 
-def file_refusal(header: tuple[int, str], split: SplitText, columns: Sequence[str],
-                 required: Sequence[str]) -> tuple[RejectCode, str, list[tuple[int, str]]] | None:
-    """Why a whole file cannot be read, with the lines to reject; None when it can.
+@dataclass(frozen=True)
+class FileRefusal:
+    """Why a whole file cannot be read, and the lines that are rejected for it."""
 
-    A Git LFS pointer has no header: all of its lines are rejected."""
+    code: RejectCode
+    reason: str
+    lines: list[tuple[int, str]]
+
+
+def file_refusal(header: tuple[int, str], split: SplitText, columns: Sequence[str],
+                 required: Sequence[str]) -> FileRefusal | None:
+    """None when the file can be read row by row. A Git LFS pointer has no header: all
+    of its lines are rejected."""
     if split.decode_error:
-        return RejectCode.UNREADABLE_FILE, split.decode_error, split.lines
+        return FileRefusal(RejectCode.UNREADABLE_FILE, split.decode_error, split.lines)
     if header[1].startswith(LFS_MARKER):
-        return RejectCode.LFS_POINTER, LFS_MESSAGE, [header, *split.lines]
+        return FileRefusal(RejectCode.LFS_POINTER, LFS_MESSAGE, [header, *split.lines])
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
-        return (RejectCode.DUPLICATE_COLUMNS,
-                f"header repeats columns {repeated}: cells would be ambiguous", split.lines)
+        return FileRefusal(RejectCode.DUPLICATE_COLUMNS,
+                           f"header repeats columns {repeated}: cells would be ambiguous",
+                           split.lines)
     missing = [c for c in required if c not in columns]
     if missing:
-        return RejectCode.MISSING_COLUMNS, f"file lacks required columns {missing}", split.lines
+        return FileRefusal(RejectCode.MISSING_COLUMNS,
+                           f"file lacks required columns {missing}", split.lines)
     return None
 
 
@@ -146,10 +157,10 @@ def header_columns(text: str) -> tuple[str, ...]:
         return (text,)
 
 
-def refuse_file(readout: FileReadout, lines: Sequence[tuple[int, str]], code: RejectCode,
-                reason: str) -> FileReadout:
-    readout.refusal = reason
-    readout.rejected.extend(Rejected(no, text, code, reason) for no, text in lines)
+def refuse_file(readout: _Readout, refusal: FileRefusal) -> _Readout:
+    readout.refusal = refusal.reason
+    readout.rejected.extend(Rejected(no, text, refusal.code, refusal.reason)
+                            for no, text in refusal.lines)
     return readout
 
 
@@ -181,7 +192,7 @@ def read_kernel_csv(raw: bytes, kernel_type: str, policy: KernelPolicy) -> FileR
     columns = header_columns(split.header[1])
     refusal = file_refusal(split.header, split, columns, BASE_COLUMNS)
     if refusal is not None:
-        return refuse_file(readout, refusal[2], refusal[0], refusal[1])
+        return refuse_file(readout, refusal)
     readout.columns = columns
     layout = ColumnLayout.of(columns)
     last = split.lines[-1][0] if split.lines else None

@@ -55,8 +55,7 @@ def read_comm_csv(raw: bytes) -> CommReadout:
     columns = header_columns(split.header[1])
     refusal = file_refusal(split.header, split, columns, REQUIRED)
     if refusal is not None:
-        refuse_file(readout, refusal[2], refusal[0], refusal[1])
-        return readout
+        return refuse_file(readout, refusal)
     readout.columns = columns
     last = split.lines[-1][0] if split.lines else None
     reader = LineReader()

@@ -17,6 +17,7 @@ from ingest.discover import HCCL, MAPPING_FILE, VersionSource, content_hash, dis
 from ingest.hccl import read_comm_csv
 from ingest.rows_to_sql import RowWriter
 from store import schema as t
+from store.db import bulk_load_settings
 from store.mapping import MappingError, VersionMapping, load_mapping
 
 EMPTY_MAPPING = VersionMapping(header={}, entries={}, policies={})
@@ -77,9 +78,10 @@ def ingest_version(
         alias, existing = _resolve_alias(conn, source)
         if existing is not None and existing.content_hash == digest:
             return VersionSummary(alias, source.directory, "unchanged")
-        if existing is not None:
-            _delete_profile(conn, existing.id)
-        summary = _load(conn, source, alias, files, digest, progress, row_hook)
+        with bulk_load_settings(conn):
+            if existing is not None:
+                _delete_profile(conn, existing.id)
+            summary = _load(conn, source, alias, files, digest, progress, row_hook)
     summary.seconds = time.perf_counter() - started
     return summary
 

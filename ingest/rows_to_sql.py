@@ -21,7 +21,7 @@ from ingest.hccl import CommReadout
 from store import schema as t
 from store.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
 from store.mapping import VersionMapping
-from store.paths.base import Refusal, RowContext
+from store.paths.base import Extraction, Refusal, RowContext
 from store.paths.registry import ingest_paths, tc_input_counts
 
 MAPPING_FILE_NAME = "op_mapping.yaml"
@@ -60,6 +60,7 @@ class RowWriter:
         self.buffers: dict[str, list[tuple]] = {}
         self.dicts: dict[str, list[dict]] = {}
         self.keys = StrippedKeyPlanner()
+        self.regimes = RegimeMemo()
         self._next_id = {
             name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1
             for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample))
@@ -138,9 +139,8 @@ class RowWriter:
         for extraction in outcome:
             axes = (*extraction.axes, None, None, None)[:3]
             self._add(t.sample_point, (
-                self.profile_id, sample_id, kernel, path.name, extraction.regime_key,
-                *regime_columns(extraction.regime), extraction.semantic, *axes,
-                row.latency_us, row.latency_column,
+                self.profile_id, sample_id, kernel, path.name, *self.regimes(extraction),
+                extraction.semantic, *axes, row.latency_us, row.latency_column,
             ))
 
     def _rejects(self, file_id: int | None, name: str, rejected: Iterable[Rejected]) -> None:
@@ -214,6 +214,26 @@ def _json_float(value: float | None) -> str:
 
 
 _REGIME_INDEX = {name: i for i, name in enumerate(t.REGIME_COLUMNS)}
+
+
+class RegimeMemo:
+    """``(regime_key, *regime column values)`` of an extraction, computed once per distinct
+    regime of a version (a version has thousands of points per regime, and the key's
+    canonical JSON is costly). Regimes are told apart by ``repr`` of their items, which
+    separates ``1``/``1.0``/``True`` and ``0.0``/``-0.0`` as the JSON does."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[object, ...]] = {}
+
+    def __call__(self, extraction: Extraction) -> tuple[object, ...]:
+        if type(extraction).regime_key is not Extraction.regime_key:
+            return (extraction.regime_key, *regime_columns(extraction.regime))
+        memo = repr(tuple(extraction.regime.items()))
+        found = self._seen.get(memo)
+        if found is None:
+            found = (extraction.regime_key, *regime_columns(extraction.regime))
+            self._seen[memo] = found
+        return found
 
 
 def regime_columns(regime: Mapping[str, object]) -> list[object]:

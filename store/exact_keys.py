@@ -16,7 +16,8 @@ did strip; otherwise its class is exactly the rows with that raw signature, whic
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from store.rows import CsvRow
 from store.shapes import Shape, shape_text, strip_leading_batch
@@ -32,8 +33,7 @@ def signature_key(kind: str, shapes: Sequence[Shape], dtypes: Sequence[str]) -> 
     return f"{kind}{len(shapes)}|{body}"
 
 
-@dataclass(frozen=True)
-class PrefixKeys:
+class PrefixKeys(NamedTuple):
     """The keys of one input prefix of a row; ``strippable`` when stripping changed a shape."""
 
     raw: str
@@ -44,19 +44,24 @@ class PrefixKeys:
 def prefix_keys(row: CsvRow) -> list[PrefixKeys]:
     """Raw and stripped keys of every input prefix, built in one pass over the slots."""
     found: list[PrefixKeys] = []
-    raw_body = stripped_body = ""
+    raw_parts: list[str] = []
+    stripped_parts: list[str] = []
     strippable = False
-    for n, slot in enumerate(row.present_inputs(), start=1):
-        text = stripped = shape_text(slot.shape)
-        stripped_shape = strip_leading_batch(slot.shape)
-        if stripped_shape != slot.shape:
-            strippable, stripped = True, shape_text(stripped_shape)
-        sep = ";" if n > 1 else ""
-        raw_body += f"{sep}{text}:{slot.dtype}"
-        stripped_body += f"{sep}{stripped}:{slot.dtype}"
-        found.append(PrefixKeys(f"{RAW}{n}|{raw_body}", f"{STRIPPED}{n}|{stripped_body}",
-                                strippable))
+    for slot in row.present_inputs():
+        raw, stripped = _slot_parts(slot.shape, slot.dtype)
+        strippable = strippable or raw != stripped
+        raw_parts.append(raw)
+        stripped_parts.append(stripped)
+        n = len(raw_parts)
+        found.append(PrefixKeys(f"{RAW}{n}|{';'.join(raw_parts)}",
+                                f"{STRIPPED}{n}|{';'.join(stripped_parts)}", strippable))
     return found
+
+
+@lru_cache(maxsize=65536)
+def _slot_parts(shape: Shape, dtype: str) -> tuple[str, str]:
+    """``shape:dtype`` of one tensor, raw and batch-stripped (tensors recur across rows)."""
+    return f"{shape_text(shape)}:{dtype}", f"{shape_text(strip_leading_batch(shape))}:{dtype}"
 
 
 def row_keys(row: CsvRow) -> list[str]:

@@ -46,10 +46,19 @@ def begin_read_snapshot(conn: Connection) -> Connection:
     return conn.execution_options(isolation_level="REPEATABLE READ")
 
 
+FINGERPRINT_SQL = str(select(t.profile_set.c.id, t.profile_set.c.alias,
+                             t.profile_set.c.content_hash).order_by(t.profile_set.c.id))
+"""A constant statement without parameters, run on the DBAPI cursor: it is issued once
+per uncached lookup, where SQLAlchemy's per-statement overhead would be most of its cost."""
+
+
 def fingerprint(conn: Connection) -> Fingerprint:
-    p = t.profile_set.c
-    rows = conn.execute(select(p.id, p.alias, p.content_hash).order_by(p.id)).all()
-    return tuple((int(r[0]), str(r[1]), str(r[2])) for r in rows)
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(FINGERPRINT_SQL)
+        return tuple((int(r[0]), str(r[1]), str(r[2])) for r in cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 class SnapshotEngine:

@@ -50,6 +50,10 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--backend postgresql needs {PG_URL_ENV}=postgresql+psycopg://user@host:port/db "
             "(a user allowed to CREATE DATABASE; .ci/postgres.sh starts one)")
     perfdb.use_backend(backend, os.environ.get(PG_URL_ENV))
+    if backend == perfdb.POSTGRESQL:
+        problem = perfdb.server_problem()
+        if problem:
+            raise pytest.UsageError(f"--backend postgresql: {problem}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -79,11 +83,6 @@ def _drop_test_databases() -> Iterator[None]:
     yield
     if perfdb.on_postgresql():
         perfdb.drop_databases(perfdb.BACKEND.created[before:])
-
-
-@pytest.fixture(scope="session")
-def backend() -> str:
-    return perfdb.BACKEND.name
 
 
 @pytest.fixture(scope="session")

@@ -16,17 +16,11 @@ from store.cli.common import CliError, add_version_option, db_options, db_url, j
 from store.cli.lookup_cmd import open_store
 from store.cli.output import Column, is_terminal, print_json, print_table, to_json
 from store.evaluation import bench as benchmod
+from store.evaluation.document import render_html, render_markdown
 from store.evaluation.holdout import HoldoutReport, run_holdout
 from store.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from store.evaluation.replay import SOURCES, ReplayReport, replay_workload
-from store.evaluation.report import (
-    HOLDOUT_COLUMNS,
-    ReportInputs,
-    build_sections,
-    holdout_rows,
-    render_html,
-    render_markdown,
-)
+from store.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
 
 
 class Progress:
@@ -116,6 +110,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", type=Path, default=benchmod.default_cache_dir(),
                    metavar="DIR", help="where the scaled database is kept between runs")
     p.add_argument("--rebuild", action="store_true", help="rebuild the scaled database")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the scaled database in a temporary directory, keep nothing")
     p.set_defaults(handler=bench)
 
 
@@ -269,8 +265,8 @@ BENCH_ROWS = [("ingest_s", "ingest (s)"), ("ingest_rows", "rows ingested"),
 
 
 def bench(args: argparse.Namespace) -> int:
-    options = benchmod.BenchOptions(args.root, args.scale, args.quick, args.cache_dir,
-                                    args.rebuild)
+    options = benchmod.BenchOptions(args.root, args.scale, args.quick,
+                                    None if args.no_cache else args.cache_dir, args.rebuild)
     try:
         result = benchmod.run_bench(options, lambda m: print(m, file=sys.stderr))
     except (FileNotFoundError, RuntimeError) as exc:

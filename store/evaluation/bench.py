@@ -3,9 +3,10 @@ on one ``scale`` times larger, in one run.
 
 The larger database is made the way a user would grow one: the v0.18 directory (and its
 HCCL set) is copied under other device names into a temporary root and ingested. That
-ingest takes minutes, so its database is kept in a cache directory keyed by the data's
+ingest takes minutes, so that database is kept in a cache directory keyed by the data's
 content hash, the scale and a fingerprint of the code (a change in ingest or paths
-rebuilds it); a reused build reports the ingest time measured when it was built.
+rebuilds it, replacing the old build); a reused build reports the ingest time measured
+when it was built. The v0.18 database itself is ingested afresh in every run.
 
 Each database is measured in a fresh subprocess, so cold open and peak RSS are per
 database. "Uncached" means the result, candidate and triangulation caches are emptied
@@ -152,31 +153,31 @@ def code_fingerprint() -> str:
 
 def build(options: BenchOptions, workdir: Path, copies: int,
           log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
-    """An ingested database of ``copies`` device copies: reused from the cache when the data,
-    scale and code are unchanged (not in quick mode), else built now."""
+    """An ingested database of ``copies`` device copies. The scaled one (copies > 1, not in
+    quick mode) lives in the cache directory and is reused while the data, scale and code
+    are unchanged; building it replaces the earlier builds of that scale."""
     vllm, hccl = sources(options.root)
     kernels = QUICK_KERNELS if options.quick else None
-    key = hashlib.sha256(json.dumps([
-        content_hash({p.name: p.read_bytes() for p in vllm.files()}),
-        content_hash({p.name: p.read_bytes() for p in hccl.files()}) if hccl else "",
-        copies, kernels, code_fingerprint()]).encode()).hexdigest()[:20]
-    cache = None if options.quick or options.cache_dir is None else options.cache_dir
-    if cache is not None and not options.rebuild:
-        db, meta = cache / f"bench-{key}.db", cache / f"bench-{key}.json"
-        if db.is_file() and meta.is_file():
+    cache = options.cache_dir if copies > 1 and not options.quick else None
+    db = workdir / f"bench-{copies}.db"
+    if cache is not None:
+        key = hashlib.sha256(json.dumps([
+            content_hash({p.name: p.read_bytes() for p in vllm.files()}),
+            content_hash({p.name: p.read_bytes() for p in hccl.files()}) if hccl else "",
+            copies, code_fingerprint()]).encode()).hexdigest()[:20]
+        db, meta = cache / f"bench-x{copies}-{key}.db", cache / f"bench-x{copies}-{key}.json"
+        if db.is_file() and meta.is_file() and not options.rebuild:
             log(f"reusing the {copies}-copy database built earlier ({db})")
             return db, {**json.loads(meta.read_text()), "cached": True}
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.glob(f"bench-x{copies}-*"):
+            old.unlink()
     staged = stage(options.root, workdir / f"root-{copies}", copies, kernels)
-    db = workdir / f"bench-{copies}.db"
     log(f"ingesting {copies} cop{'y' if copies == 1 else 'ies'} of {vllm.directory} …")
     figures = ingest(staged, db)
     shutil.rmtree(staged)
     if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal", "-shm"):
-            if Path(f"{db}{suffix}").exists():
-                shutil.copy2(f"{db}{suffix}", cache / f"bench-{key}.db{suffix}")
-        (cache / f"bench-{key}.json").write_text(json.dumps(figures))
+        meta.write_text(json.dumps(figures))
     return db, {**figures, "cached": False}
 
 

@@ -57,6 +57,7 @@ class VariantOutcome:
     interpolation_dim: int | None
     axes: list[str]
     filled_dtypes: int
+    error: str | None = None
 
 
 @dataclass
@@ -180,7 +181,7 @@ def _outcome(variant: Variant, result: QueryResult | None) -> VariantOutcome:
     if result is None:
         return VariantOutcome(variant.op, variant.index, variant.calls, shapes, None, "miss",
                               Reason.INVALID_DESCRIPTOR.value, None, None, None, None, [],
-                              variant.filled_dtypes)
+                              variant.filled_dtypes, variant.error)
     details = result.details
     return VariantOutcome(
         variant.op, variant.index, variant.calls, shapes, result.latency_us,

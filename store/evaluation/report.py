@@ -2,20 +2,18 @@
 good the interpolation is on held-out points, and what is not covered.
 
 Every figure is derived from the database, the version's mapping, the registered paths
-and the workload replays; nothing about the corpus is hard-coded. Markdown for reading
-in a repository, HTML (plots embedded as base64 PNG) for a browser.
+and the workload replays; nothing about the corpus is hard-coded. ``store.evaluation.
+document`` renders the sections as Markdown or as HTML with the plots embedded.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import importlib.metadata
 import re
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from sqlalchemy import func, select
 from store import schema as t
 from store.api import Store
 from store.db import redact_url
+from store.evaluation.document import Image, Section, Table
 from store.evaluation.holdout import HoldoutReport
 from store.evaluation.replay import SOURCES, ReplayReport
 from store.paths.registry import ALL_PATHS, path_for
@@ -35,24 +34,6 @@ PROVENANCE = ("directory", "device", "framework", "content_hash", "ingested_at",
               "rows_read", "rows_accepted", "rows_rejected", "source_path")
 SUBTYPE_COLUMNS = ("quant_subtype", "activation_dtype", "weight_dtype", "scale_mode",
                    "ep_size", "topk", "sparse_phase", "cache_dtype")
-
-
-@dataclass
-class Table:
-    columns: list[tuple[str, str]]
-    rows: list[dict[str, Any]]
-
-
-@dataclass
-class Image:
-    title: str
-    png: bytes
-
-
-@dataclass
-class Section:
-    title: str
-    blocks: list[str | Table | Image] = field(default_factory=list)
 
 
 def software_info() -> dict[str, str]:
@@ -139,7 +120,15 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
             for (s, kern, p, st), ops in sorted(gaps.items())]
     with_points = {b for (_, b) in points}
     idle = [p.name for p in ALL_PATHS if p.name not in with_points]
+    for row in coverage:
+        row["ops"] = ", ".join(_routed_ops(profile.mapping, row["kernel"], row["path"]))
     return {"gaps": rows, "paths_without_points": idle, "subtype_coverage": coverage}
+
+
+def _routed_ops(mapping: Any, kernel: str, path: str) -> list[str]:
+    """The mapping ops that send ``kernel`` to ``path``."""
+    return sorted(op for op, entry in mapping.entries.items() if kernel in entry.kernels
+                  and getattr(path_for(entry.selector, kernel), "name", None) == path)
 
 
 def _subtype_coverage(conn: Any, profile_id: int) -> list[dict[str, Any]]:
@@ -287,64 +276,11 @@ def unverified_section(scope: dict[str, Any], holdout: HoldoutReport | None) -> 
                               f"{', '.join(unanswered) or 'none'}; paths with no interior "
                               f"point to hold out: {', '.join(untested) or 'none'}.")
     section.blocks.append(Table([("path", "path"), ("kernel", "kernel"),
-                                 ("covered", "regime values present")],
+                                 ("covered", "regime values present"),
+                                 ("ops", "mapping ops routed here")],
                                 scope["subtype_coverage"]) if scope["subtype_coverage"]
                           else "No specialised path has points in this version.")
     return section
-
-
-def render_markdown(title: str, sections: Sequence[Section]) -> str:
-    out = [f"# {title}", ""]
-    for section in sections:
-        out += [f"## {section.title}", ""]
-        for block in section.blocks:
-            if isinstance(block, Table):
-                out += _md_table(block) + [""]
-            elif isinstance(block, Image):
-                out += [f"*(figure: {block.title} — in the HTML report)*", ""]
-            else:
-                out += [block, ""]
-    return "\n".join(out)
-
-
-def _md_cell(value: Any) -> str:
-    text = "-" if value is None or value == "" or value == {} else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(table: Table) -> list[str]:
-    lines = ["| " + " | ".join(title for _, title in table.columns) + " |",
-             "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(_md_cell(row.get(key)) for key, _ in table.columns) + " |"
-              for row in table.rows]
-    return lines
-
-
-def render_html(title: str, sections: Sequence[Section]) -> str:
-    esc = html.escape
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-           "<style>body{font:14px sans-serif;margin:2em}table{border-collapse:collapse;"
-           "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-           "th{background:#eee}</style></head><body>", f"<h1>{esc(title)}</h1>"]
-    for section in sections:
-        out.append(f"<h2>{esc(section.title)}</h2>")
-        for block in section.blocks:
-            if isinstance(block, Table):
-                out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>"
-                                                   for _, h in block.columns) + "</tr>")
-                out += ["<tr>" + "".join(f"<td>{esc(_md_cell(row.get(k)))}</td>"
-                                         for k, _ in block.columns) + "</tr>"
-                        for row in block.rows]
-                out.append("</table>")
-            elif isinstance(block, Image):
-                data = base64.b64encode(block.png).decode("ascii")
-                out.append(f"<figure><img alt='{esc(block.title)}' "
-                           f"src='data:image/png;base64,{data}'>"
-                           f"<figcaption>{esc(block.title)}</figcaption></figure>")
-            else:
-                out.append(f"<p>{esc(block)}</p>")
-    out.append("</body></html>")
-    return "\n".join(out)
 
 
 @dataclass

@@ -110,3 +110,15 @@ def test_real_workloads_replay_consistently(perfdb_store, name):
         sum((v.latency_us or 0.0) * v.calls for v in report.variants))
     assert {r.op for r in report.ops} == {op["op_name"] for op in trace["ops"]}
     assert report.source_by_calls["MEASURED"] > 0
+
+
+def test_a_variant_that_is_no_valid_descriptor_is_a_counted_miss(linear_store):
+    trace = {"ops": [{"op_name": RMS, "count": 3, "shape_variants": [
+        rms_variant(20), {"input_shapes": ["(2, -1)"], "input_dtypes": ["float16"],
+                          "output_shapes": [], "output_dtypes": []}]}]}
+    report = replay_workload(linear_store, trace, "v0.18")
+    bad = report.variants[1]
+    assert (bad.calls, bad.source, bad.reason) == (1, "miss", "invalid_descriptor")
+    assert "'(2, -1)'" in bad.error
+    assert report.total_latency_us == pytest.approx(2 * 7.0)
+    assert report.miss_reasons_by_calls == {"invalid_descriptor": 1}

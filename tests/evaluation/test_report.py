@@ -7,15 +7,11 @@ import re
 
 import pytest
 
+from store.db import normalize_url, redact_url
+from store.evaluation.document import render_html, render_markdown
 from store.evaluation.holdout import run_holdout
 from store.evaluation.replay import replay_workload
-from store.evaluation.report import (
-    ReportInputs,
-    build_sections,
-    render_html,
-    render_markdown,
-    unverified_scope,
-)
+from store.evaluation.report import ReportInputs, build_sections, unverified_scope
 from tests.evaluation.test_replay import TRACE
 
 TITLES = ["Software and data", "Enabled configuration", "Source distribution (workload replay)",
@@ -26,7 +22,7 @@ TITLES = ["Software and data", "Enabled configuration", "Source distribution (wo
 @pytest.fixture()
 def inputs(square_store, square_db):
     return ReportInputs(square_store, "v0.18", [replay_workload(square_store, TRACE, "v0.18")],
-                        run_holdout(square_store, "v0.18"), database=f"sqlite:///{square_db}")
+                        run_holdout(square_store, "v0.18"), database=normalize_url(square_db))
 
 
 def section(text: str, title: str) -> str:
@@ -49,7 +45,7 @@ def test_software_data_and_database(inputs, square_db):
     text = section(render_markdown("report", build_sections(inputs)), "Software and data")
     assert row(text, "version") == ["version", "v0.18"]
     assert row(text, "device") == ["device", "TEST_DEVICE"]
-    assert row(text, "database") == ["database", f"sqlite:///{square_db}"]
+    assert row(text, "database") == ["database", redact_url(normalize_url(square_db))]
     assert row(text, "rows_accepted") == ["rows_accepted", "6"]
     assert re.fullmatch(r"[0-9a-f]{40}|unknown", row(text, "git_commit")[1])
     assert row(text, "profstore_version")[1].startswith("0.1.0")

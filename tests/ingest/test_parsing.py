@@ -23,6 +23,7 @@ def only_row(text: str, kernel: str = "K") -> Accepted:
     return readout.accepted[0]
 
 
+@pytest.mark.no_database
 def test_empty_slots_keep_their_argument_positions():
     row = only_row(csv_text([Row([[64, 7168], None, [8], []], ["DT_BF16", "", "INT32", "INT64"],
                                  [[64, 7168]], ["DT_BF16"], 5.0)])).row
@@ -46,6 +47,7 @@ def test_fractal_nz_keeps_the_raw_shape_and_restores_the_logical_one(tmp_path):
     assert tuple(stored) == ('"96,80;7,3,5,16,32"', "ND;FRACTAL_NZ")
 
 
+@pytest.mark.no_database
 def test_quoted_fields_keep_commas_and_doubled_quotes():
     header = [*BASE_HEADER, "Average Duration(us)", "Runtime note"]
     line = ('dynamic,AI_CORE,"""4,128;4,128""",DT_BF16;DT_BF16,ND;ND,"""4,128""",DT_BF16,ND,'
@@ -78,6 +80,7 @@ def test_every_duration_column_is_kept_and_the_choice_follows_the_policy(tmp_pat
         "Profiling Median Duration(us)": 6.25, "Profiling Std Duration(us)": 0.5}
 
 
+@pytest.mark.no_database
 @pytest.mark.parametrize("latencies", [
     {},
     {"Average Duration(us)": 4.795961, "Median Duration(us)": None},
@@ -88,6 +91,7 @@ def test_latencies_json_is_exactly_what_json_dumps_writes(latencies):
     assert latencies_json(latencies) == json.dumps(latencies)
 
 
+@pytest.mark.no_database
 def test_blank_lines_are_not_data_rows_and_line_numbers_stay_physical():
     text = csv_text([Row([[2, 4]], ["FLOAT"], [[2, 4]], ["FLOAT"], 1.0),
                      Row([[3, 4]], ["FLOAT"], [[3, 4]], ["FLOAT"], 2.0)])
@@ -98,6 +102,7 @@ def test_blank_lines_are_not_data_rows_and_line_numbers_stay_physical():
     assert [(a.row.line_no, a.raw_text) for a in readout.accepted] == [(5, first), (7, second)]
 
 
+@pytest.mark.no_database
 def test_a_header_only_or_empty_file_reads_no_rows():
     assert read_kernel_csv(b"", "K", POLICY).rows_read == 0
     header_only = read_kernel_csv((",".join(BASE_HEADER) + "\n").encode(), "K", POLICY)

@@ -1,10 +1,11 @@
 """Readers during a re-ingest: processes and threads look up ``v0.18`` while an ingest
 replaces it; every answer is entirely the old version or entirely the new one.
 
-Two kinds of reader: *cold* ones clear their caches before every lookup (every answer
-is read from the database in one snapshot), *warm* ones keep a long-lived Store whose
-cached answers are re-validated every ``REFRESH`` seconds (after the ingest commits
-they must move to the new version, not serve the old one forever).
+Two kinds of reader: *cold* ones cache no answers and empty the regime-slice cache
+before every lookup (every answer is read from the database in one snapshot), *warm*
+ones keep a long-lived Store whose cached answers are re-validated every ``REFRESH``
+seconds (after the ingest commits they must move to the new version, not serve the old
+one forever).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def read(store: Store, cold: bool, start: int, stop: threading.Event | None = No
     while (tally.lookups < LOOKUPS or not tally.counts["new"]) and time.monotonic() < ends:
         tokens = TARGETS[(start + tally.lookups * 7) % len(TARGETS)]
         if cold:
-            store.clear_cache()
+            store.queries.clear()
         try:
             result = store.lookup(rms_leaf(tokens), "v0.18")
             kind = classify(tokens, result.latency_us)
@@ -66,7 +67,7 @@ def read(store: Store, cold: bool, start: int, stop: threading.Event | None = No
 
 
 def reader_process(url: str, cold: bool, start: int, ready, go, results) -> None:  # noqa: ANN001
-    with Store.open(url, refresh_seconds=REFRESH) as store:
+    with Store.open(url, refresh_seconds=REFRESH, cache_size=0 if cold else 65536) as store:
         first = store.lookup(rms_leaf(TARGETS[start]), "v0.18")
         ready.put(classify(TARGETS[start], first.latency_us))
         tally = read(store, cold, start, go=go)

@@ -31,7 +31,7 @@ from ingest.writer import (  # noqa: F401 - re-exported for tests
     write_version,
 )
 from store.api import Store
-from store.db import make_engine, upgrade
+from store.db import make_engine, redact_url, upgrade
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -64,10 +64,20 @@ def on_postgresql() -> bool:
     return BACKEND.name == POSTGRESQL
 
 
+def server_problem() -> str | None:
+    """Why the admin URL cannot create test databases (None when it can)."""
+    try:
+        _admin_execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - reported to the person running the tests
+        first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        return f"cannot use {redact_url(BACKEND.admin_url)}: {first}"
+    return None
+
+
 def _admin_execute(statement: str) -> None:
     if BACKEND.admin is None:
         BACKEND.admin = create_engine(BACKEND.admin_url, isolation_level="AUTOCOMMIT",
-                                      poolclass=NullPool)
+                                      poolclass=NullPool, connect_args={"connect_timeout": 10})
     with BACKEND.admin.connect() as conn:
         conn.execute(text(statement))
 

@@ -17,8 +17,16 @@ from sqlalchemy.exc import OperationalError
 
 from store import schema as t
 from store.api import Store
-from store.db import alembic_config, current_revision, head_revision, make_engine, upgrade
+from store.db import (
+    alembic_config,
+    current_revision,
+    head_revision,
+    make_engine,
+    normalize_url,
+    upgrade,
+)
 from tests.conftest import REPO
+from tests.support.perfdb import new_database
 
 VIEWS = {"regimes", "duplicates"}
 
@@ -40,6 +48,7 @@ def view_names(path: Path) -> set[str]:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
 
 
+@pytest.mark.sqlite_only
 def test_command_api_upgrades_an_empty_database_then_is_a_noop_at_head(tmp_path):
     db = tmp_path / "api.db"
     url = sqlite_url(db)
@@ -66,6 +75,7 @@ def run_alembic_cli(url: str) -> subprocess.CompletedProcess:
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.sqlite_only
 def test_repo_alembic_ini_upgrades_an_empty_database_then_is_a_noop(tmp_path):
     db = tmp_path / "cli.db"
     url = sqlite_url(db)
@@ -80,6 +90,7 @@ def test_repo_alembic_ini_upgrades_an_empty_database_then_is_a_noop(tmp_path):
     assert view_names(db) == VIEWS
 
 
+@pytest.mark.sqlite_only
 def test_upgrade_helper_creates_every_table_and_index_of_the_metadata(tmp_path):
     engine = make_engine(tmp_path / "helper.db")
     assert upgrade(engine) == head_revision()
@@ -92,6 +103,7 @@ def test_upgrade_helper_creates_every_table_and_index_of_the_metadata(tmp_path):
     engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_views_answer_queries_on_a_fresh_database(tmp_path):
     engine = make_engine(tmp_path / "views.db")
     upgrade(engine)
@@ -101,6 +113,7 @@ def test_views_answer_queries_on_a_fresh_database(tmp_path):
     engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_read_only_store_refuses_writes_and_keeps_the_data(tmp_path):
     db = tmp_path / "ro.db"
     writer = make_engine(db)
@@ -120,8 +133,23 @@ def test_read_only_store_refuses_writes_and_keeps_the_data(tmp_path):
     assert "intruder" not in tables
 
 
+@pytest.mark.sqlite_only
 def test_read_only_open_of_a_missing_file_does_not_create_it(tmp_path):
     db = tmp_path / "absent.db"
     with pytest.raises(FileNotFoundError, match="no database"):
         Store.open(db)
     assert not db.exists()
+
+
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_the_session_backend_schema_equals_the_metadata(tmp_path, repeat):
+    """Runs on PostgreSQL too: the backend's migrated schema, upgraded again, has no drift."""
+    url = normalize_url(new_database(tmp_path))
+    engine = make_engine(url)
+    for _ in range(repeat):
+        assert upgrade(engine) == head_revision()
+    engine.dispose()
+    assert schema_drift(url) == []
+    engine = create_engine(url)
+    assert set(inspect(engine).get_view_names()) == VIEWS
+    engine.dispose()

@@ -16,6 +16,8 @@ from store.shapes import (
     strip_leading_batch,
 )
 
+pytestmark = pytest.mark.no_database
+
 
 def test_shape_cell_keeps_empty_slots_at_their_positions():
     assert parse_shape_cell('"64,7168;;8;()"') == ((64, 7168), None, (8,), ())
