@@ -14,7 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import Engine, bindparam, func, select
 
 from store import schema as t
 from store.exact_keys import output_key
@@ -84,41 +84,70 @@ class LRU:
             self._data.clear()
 
 
+def _point_select():  # noqa: ANN202 - a Select
+    p = t.sample_point.c
+    return (
+        select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
+               t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
+        .join(t.sample, t.sample.c.id == p.sample_id)
+        .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+    )
+
+
+_P = t.sample_point.c
+_K = t.sample_key.c
+_KERNEL_PRESENT = select(t.kernel_file.c.id).where(
+    t.kernel_file.c.profile_id == bindparam("profile"),
+    t.kernel_file.c.kernel_type == bindparam("kernel"),
+).limit(1)
+_EXACT_KEY = (
+    select(_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
+           t.kernel_file.c.file_name)
+    .join(t.sample, t.sample.c.id == _K.sample_id)
+    .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+    .where(_K.profile_id == bindparam("profile"), _K.kernel_type == bindparam("kernel"),
+           _K.exact_key == bindparam("key"))
+)
+_REGIME_SLICE = _point_select().where(
+    _P.profile_id == bindparam("profile"), _P.kernel_type == bindparam("kernel"),
+    _P.path == bindparam("path"), _P.regime_key == bindparam("regime"),
+)
+_POINTS_AT = {
+    n: _REGIME_SLICE.where(*[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)])
+    for n in range(4)
+}
+"""Hot statements are built once with bound parameters, so SQLAlchemy's compiled-statement
+cache serves every lookup (building a Select per call costs more than the query)."""
+
+
 class CandidateQueries:
     def __init__(self, engine: Engine, slice_cache_size: int = 512) -> None:
         self.engine = engine
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
+        self._stats = LRU(1024)
 
     def clear(self) -> None:
         self._slices.clear()
         self._kernels.clear()
+        self._stats.clear()
 
     def kernel_present(self, profile_id: int, kernel: str) -> bool:
         key = (profile_id, kernel)
         cached = self._kernels.get(key)
         if cached is None:
-            stmt = select(t.kernel_file.c.id).where(
-                t.kernel_file.c.profile_id == profile_id, t.kernel_file.c.kernel_type == kernel
-            ).limit(1)
             with self.engine.connect() as conn:
-                cached = conn.execute(stmt).first() is not None
+                found = conn.execute(_KERNEL_PRESENT, {"profile": profile_id, "kernel": kernel})
+                cached = found.first() is not None
             self._kernels.put(key, cached)
         return bool(cached)
 
     def exact_key_rows(
         self, profile_id: int, kernel: str, key: str, exclude: frozenset[int] = frozenset()
     ) -> list[MeasuredRow]:
-        k = t.sample_key.c
-        stmt = (
-            select(k.sample_id, k.latency_us, k.latency_column, t.sample.c.line_no,
-                   t.kernel_file.c.file_name)
-            .join(t.sample, t.sample.c.id == k.sample_id)
-            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-            .where(k.profile_id == profile_id, k.kernel_type == kernel, k.exact_key == key)
-        )
+        params = {"profile": profile_id, "kernel": kernel, "key": key}
         with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+            rows = conn.execute(_EXACT_KEY, params).all()
         return [MeasuredRow(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[0] not in exclude]
 
     def output_shape_rows(
@@ -127,15 +156,14 @@ class CandidateQueries:
     ) -> list[tuple[str, MeasuredRow]]:
         """Rows whose first output has this (batch-stripped) shape, in any dtype."""
         prefix = output_key(shape, "")
-        k = t.sample_key.c
         stmt = (
-            select(k.sample_id, k.latency_us, k.latency_column, t.sample.c.line_no,
-                   t.kernel_file.c.file_name, k.exact_key)
-            .join(t.sample, t.sample.c.id == k.sample_id)
+            select(_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
+                   t.kernel_file.c.file_name, _K.exact_key)
+            .join(t.sample, t.sample.c.id == _K.sample_id)
             .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-            .where(k.profile_id == profile_id, k.kernel_type == kernel,
-                   k.exact_key >= prefix, k.exact_key < prefix[:-1] + chr(ord(":") + 1))
-            .order_by(k.exact_key, k.sample_id)
+            .where(_K.profile_id == profile_id, _K.kernel_type == kernel,
+                   _K.exact_key >= prefix, _K.exact_key < prefix[:-1] + chr(ord(":") + 1))
+            .order_by(_K.exact_key, _K.sample_id)
         )
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
@@ -152,15 +180,10 @@ class CandidateQueries:
         exclude: frozenset[int] = frozenset(),
     ) -> list[MeasuredRow]:
         """Rows at one exact coordinate of a regime (the specialised exact lookup)."""
-        p = t.sample_point.c
-        conditions = [
-            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path,
-            p.regime_key == regime_key,
-        ]
-        conditions += [AXIS_COLUMNS[i] == float(v) for i, v in enumerate(axes)]
-        stmt = self._point_select().where(and_(*conditions))
+        params = {"profile": profile_id, "kernel": kernel, "path": path, "regime": regime_key,
+                  **{f"a{i}": float(v) for i, v in enumerate(axes)}}
         with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+            rows = conn.execute(_POINTS_AT[len(axes)], params).all()
         return [r for r in map(self._measured, rows) if r.sample_id not in exclude]
 
     def regime_slice(
@@ -185,13 +208,9 @@ class CandidateQueries:
         )
 
     def _load_slice(self, profile_id: int, kernel: str, path: str, regime_key: str) -> RegimeSlice:
-        p = t.sample_point.c
-        stmt = self._point_select().where(
-            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path,
-            p.regime_key == regime_key,
-        )
+        params = {"profile": profile_id, "kernel": kernel, "path": path, "regime": regime_key}
         with self.engine.connect() as conn:
-            rows = [self._measured(r) for r in conn.execute(stmt).all()]
+            rows = [self._measured(r) for r in conn.execute(_REGIME_SLICE, params).all()]
         width = max((len(r.axes) for r in rows), default=0)
         axes = np.array([r.axes for r in rows], dtype=float).reshape(len(rows), width)
         latency = np.array([r.latency_us for r in rows], dtype=float)
@@ -199,33 +218,31 @@ class CandidateQueries:
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
         """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""
-        p = t.sample_point.c
-        stmt = select(func.count(), func.count(p.regime_key.distinct())).where(
-            p.profile_id == profile_id, p.kernel_type == kernel, p.path == path
-        )
-        with self.engine.connect() as conn:
-            points, regimes = conn.execute(stmt).one()
-        return int(points), int(regimes)
+        key = ("stats", profile_id, kernel, path)
+        cached = self._stats.get(key)
+        if cached is None:
+            stmt = select(func.count(), func.count(_P.regime_key.distinct())).where(
+                _P.profile_id == profile_id, _P.kernel_type == kernel, _P.path == path)
+            with self.engine.connect() as conn:
+                points, regimes = conn.execute(stmt).one()
+            cached = (int(points), int(regimes))
+            self._stats.put(key, cached)
+        return cached
 
     def refusal_counts(self, profile_id: int, kernel: str, path: str) -> dict[str, int]:
-        r = t.path_refusal.c
-        stmt = (
-            select(r.reason, func.count())
-            .where(r.profile_id == profile_id, r.kernel_type == kernel, r.path == path)
-            .group_by(r.reason)
-        )
-        with self.engine.connect() as conn:
-            return {reason: int(n) for reason, n in conn.execute(stmt).all()}
-
-    @staticmethod
-    def _point_select():  # noqa: ANN205 - a Select
-        p = t.sample_point.c
-        return (
-            select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
-                   t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
-            .join(t.sample, t.sample.c.id == p.sample_id)
-            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-        )
+        key = ("refusals", profile_id, kernel, path)
+        cached = self._stats.get(key)
+        if cached is None:
+            r = t.path_refusal.c
+            stmt = (
+                select(r.reason, func.count())
+                .where(r.profile_id == profile_id, r.kernel_type == kernel, r.path == path)
+                .group_by(r.reason)
+            )
+            with self.engine.connect() as conn:
+                cached = {reason: int(n) for reason, n in conn.execute(stmt).all()}
+            self._stats.put(key, cached)
+        return dict(cached)
 
     @staticmethod
     def _measured(r) -> MeasuredRow:  # noqa: ANN001 - a Row

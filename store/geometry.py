@@ -263,6 +263,18 @@ class Triangulation:
             c = np.einsum("sij,sj->si", tr[:, :d, :], q - tr[:, d, :])
         return np.concatenate([c, 1.0 - c.sum(axis=1, keepdims=True)], axis=1)
 
+    def _barycentric_one(self, simplex: int, q: np.ndarray) -> np.ndarray:
+        """Barycentric coordinates of ``q`` in one simplex, by a (d × d) solve.
+
+        Cheaper than ``Delaunay.transform``, which inverts every simplex on first use."""
+        vertices = self.delaunay.points[self.delaunay.simplices[simplex]]
+        edges = (vertices[:-1] - vertices[-1]).T
+        try:
+            c = np.linalg.solve(edges, q - vertices[-1])
+        except np.linalg.LinAlgError:
+            return np.full(len(vertices), np.nan)
+        return np.concatenate([c, [1.0 - c.sum()]])
+
     def locate(self, target: Sequence[float] | np.ndarray) -> tuple[int, np.ndarray] | None:
         """The simplex containing ``target`` (original units) and its clipped weights, or None.
 
@@ -272,7 +284,7 @@ class Triangulation:
         q = self.normalise(target)
         s = int(self.delaunay.find_simplex(q, tol=BARY_TOL))
         if s >= 0:
-            w = _clip_weights(self._barycentric(np.array([s]), q)[0])
+            w = _clip_weights(self._barycentric_one(s, q))
             if w is not None:
                 return s, w
         all_w = self._barycentric(np.arange(self.delaunay.nsimplex), q)

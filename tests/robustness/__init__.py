@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from ingest.csvfile import LFS_MARKER
+
 FUZZ = settings(
     derandomize=True,
     max_examples=200,
@@ -159,3 +161,40 @@ def mutated_tree(draw: Draw, seeds: Sequence[object], max_steps: int = 3,
             continue
         tree = _edit(tree, path, action, draw(values))
     return tree
+
+
+def expected_data_lines(raw: bytes) -> list[int]:
+    """The 1-based numbers of a file's data lines, counted independently of the reader:
+    non-blank lines after the first non-blank one (a Git LFS pointer has no header, so
+    every non-blank line of a readable pointer counts)."""
+    try:
+        text, readable = raw.decode("utf-8-sig"), True
+    except UnicodeDecodeError:
+        text, readable = raw.decode("utf-8-sig", "replace"), False
+    lines = text.split("\n")
+    nonblank = [i for i, line in enumerate(lines, start=1) if line.strip()]
+    if not nonblank:
+        return []
+    if readable and lines[nonblank[0] - 1].startswith(LFS_MARKER):
+        return nonblank
+    return nonblank[1:]
+
+
+@st.composite
+def csv_files(draw: Draw, header: str, seeds: Sequence[str], header_steps: int = 1,
+              max_lines: int = 6) -> bytes:
+    """A file: a (possibly mutated) header, mutated/blank lines, mixed line breaks, an
+    optional BOM, optional missing last line break, optional raw bytes appended."""
+    lines = [draw(mutated([header], max_steps=header_steps))]
+    for _ in range(draw(st.integers(0, max_lines))):
+        lines.append(draw(mutated(seeds) | st.sampled_from(["", "   ", "\t", ",,,"])))
+    breaks = [draw(st.sampled_from(["\n", "\r\n"])) for _ in lines]
+    text = "".join(line + brk for line, brk in zip(lines, breaks))
+    if draw(st.booleans()):
+        text = text[: -len(breaks[-1])]
+    raw = text.encode("utf-8")
+    if draw(st.integers(0, 9)) == 0:
+        raw = b"\xef\xbb\xbf" + raw
+    if draw(st.integers(0, 9)) == 0:
+        raw += draw(st.binary(max_size=12))
+    return raw

@@ -14,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ingest.csvfile import (
-    LFS_MARKER,
     Accepted,
     RejectCode,
     Rejected,
@@ -25,7 +24,7 @@ from ingest.hccl import CommRow, read_comm_csv
 from ingest.writer import Row, csv_text
 from store.latency import is_valid_latency
 from store.mapping import KernelPolicy
-from tests.robustness import FUZZ, HUGE_INT, mutated
+from tests.robustness import FUZZ, HUGE_INT, csv_files, expected_data_lines, mutated
 
 pytestmark = pytest.mark.no_database
 
@@ -57,23 +56,6 @@ COMM_SEEDS = ["1024,16,DT_BF16,1,35.00,0.03", "2048,16,DT_BF16,1,34.04,0.06",
               "1048576,8,,2,120.5,", "4096,2,INT8,,7,1.2"]
 
 
-def expected_data_lines(raw: bytes) -> list[int]:
-    """The 1-based numbers of a file's data lines, counted independently of the reader:
-    non-blank lines after the first non-blank one (a Git LFS pointer has no header, so
-    every non-blank line of a readable pointer counts)."""
-    try:
-        text, readable = raw.decode("utf-8-sig"), True
-    except UnicodeDecodeError:
-        text, readable = raw.decode("utf-8-sig", "replace"), False
-    lines = text.split("\n")
-    nonblank = [i for i, line in enumerate(lines, start=1) if line.strip()]
-    if not nonblank:
-        return []
-    if readable and lines[nonblank[0] - 1].startswith(LFS_MARKER):
-        return nonblank
-    return nonblank[1:]
-
-
 def physical_line(raw: bytes, line_no: int) -> str:
     line = raw.decode("utf-8-sig", "replace").split("\n")[line_no - 1]
     return line[:-1] if line.endswith("\r") else line
@@ -96,25 +78,6 @@ def assert_every_line_accounted(raw: bytes, readout) -> None:  # noqa: ANN001 - 
         assert outcome.raw_text == physical_line(raw, line_of(outcome))
     for rejected in readout.rejected:
         assert_rejection(rejected)
-
-
-@st.composite
-def csv_files(draw, header: str, seeds: list[str]) -> bytes:  # noqa: ANN001 - draw
-    """A file: a (possibly mutated) header, mutated/blank lines, mixed line breaks, an
-    optional BOM, optional missing last line break, optional raw bytes appended."""
-    lines = [draw(mutated([header], max_steps=1))]
-    for _ in range(draw(st.integers(0, 6))):
-        lines.append(draw(mutated(seeds) | st.sampled_from(["", "   ", "\t", ",,,"])))
-    breaks = [draw(st.sampled_from(["\n", "\r\n"])) for _ in lines]
-    text = "".join(line + brk for line, brk in zip(lines, breaks))
-    if draw(st.booleans()):
-        text = text[: -len(breaks[-1])]
-    raw = text.encode("utf-8")
-    if draw(st.integers(0, 9)) == 0:
-        raw = b"\xef\xbb\xbf" + raw
-    if draw(st.integers(0, 9)) == 0:
-        raw += draw(st.binary(max_size=12))
-    return raw
 
 
 @FUZZ
