@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from store.candidates import CandidateQueries, MeasuredRow, RegimeSlice
+from store.candidates import LRU, CandidateQueries, MeasuredRow, RegimeSlice
 from store.duplicates import merge_coordinate
 from store.geometry import (
     Diagnostic,
@@ -63,10 +63,40 @@ class Attempt:
                 "message": self.message, **self.notes}
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One latency column's candidates for one axis group: merged coordinates and values,
+    the representative row and row count of each coordinate, ambiguous rows left out."""
+
+    column: str
+    points: np.ndarray
+    values: np.ndarray
+    merged: list[tuple[MeasuredRow, int]]
+    ambiguous: int
+
+
+def _interpolated(prepared: Prepared, geometry: GeometryResult,
+                  dim: int) -> tuple[str, dict[str, Any], float]:
+    used = [(prepared.merged[i], prepared.values[i]) for i in geometry.vertices]
+    details = {
+        "latency_column": prepared.column,
+        "candidate_count": len(prepared.points),
+        "boundary": geometry.boundary,
+        "matched_rows": [
+            {**row.provenance(), "weight": w, "merged_rows": n, "merged_latency_us": float(v)}
+            for ((row, n), v), w in zip(used, geometry.weights)
+        ],
+    }
+    method = "linear_1d" if dim == 1 else f"simplex_{dim}d"
+    return method, details, float(geometry.value)
+
+
 class PathRunner:
-    def __init__(self, queries: CandidateQueries, triangulations: TriangulationCache) -> None:
+    def __init__(self, queries: CandidateQueries, triangulations: TriangulationCache,
+                 prepared_cache_size: int = 2048) -> None:
         self.queries = queries
         self.triangulations = triangulations
+        self._prepared = LRU(prepared_cache_size)
 
     def run(self, req: PathRequest) -> Attempt:
         kernel = req.ctx.kernel_type
@@ -154,45 +184,52 @@ class PathRunner:
         tried: list[dict[str, Any]],
     ) -> tuple[str, dict[str, Any], float] | None:
         """Interpolate on one axis group, one latency column at a time (source purity)."""
-        fixed = [i for i in range(len(target.axes)) if i not in group]
-        mask = np.ones(len(regime_slice), dtype=bool)
-        for i in fixed:
-            mask &= regime_slice.axes[:, i] == target.axes[i]
-        rows = [r for r, keep in zip(regime_slice.rows, mask) if keep]
-        policy = req.ctx.policy
-        rank = column_rank(policy)
-        by_column: dict[str, list[MeasuredRow]] = defaultdict(list)
-        for row in rows:
-            by_column[row.latency_column].append(row)
-        if not by_column:
+        columns = self._candidates(req, target, regime_slice, group)
+        if not columns:
             tried.append({"axes": _names(req.path, group), "outcome": "insufficient_candidates",
                           "candidates": 0, "message": "no point shares the fixed axes"})
-        for column in sorted(by_column, key=lambda c: rank.get(c, len(rank))):
-            points, values, merged, ambiguous = _merge_points(
-                by_column[column], group, target.semantic, rank, policy.require_semantic_unique)
-            transforms = req.path.axis_transforms(policy)
-            coords = _transform(points, [transforms[i] for i in group])
+        transforms = req.path.axis_transforms(req.ctx.policy)
+        for prepared in columns:
+            coords = _transform(prepared.points, [transforms[i] for i in group])
             goal = _transform(np.array([[target.axes[i] for i in group]]),
                               [transforms[i] for i in group])[0]
-            geometry = self._geometry(req, target, group, column, coords, values, goal)
-            record = {"axes": _names(req.path, group), "latency_column": column,
-                      "candidates": len(points), "ambiguous_excluded": ambiguous,
-                      "outcome": geometry.diagnostic.value, "message": geometry.message}
-            tried.append(record)
+            geometry = self._geometry(req, target, group, prepared.column, coords,
+                                      prepared.values, goal)
+            tried.append({"axes": _names(req.path, group), "latency_column": prepared.column,
+                          "candidates": len(prepared.points),
+                          "ambiguous_excluded": prepared.ambiguous,
+                          "outcome": geometry.diagnostic.value, "message": geometry.message})
             if geometry.ok:
-                used = [merged[i] for i in geometry.vertices]
-                details = {
-                    "latency_column": column,
-                    "candidate_count": len(points),
-                    "boundary": geometry.boundary,
-                    "matched_rows": [
-                        {**row.provenance(), "weight": w, "merged_rows": n}
-                        for (row, n), w in zip(used, geometry.weights)
-                    ],
-                }
-                method = "linear_1d" if len(group) == 1 else f"simplex_{len(group)}d"
-                return method, details, float(geometry.value)
+                return _interpolated(prepared, geometry, len(group))
         return None
+
+    def _candidates(self, req: PathRequest, target: Extraction, regime_slice: RegimeSlice,
+                    group: tuple[int, ...]) -> list[Prepared]:
+        """The group's candidate coordinates per latency column, duplicates merged; cached
+        per regime, group, fixed-axis values, semantic and exclusion."""
+        fixed = tuple((i, target.axes[i]) for i in range(len(target.axes)) if i not in group)
+        policy = req.ctx.policy
+        key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
+               fixed, target.semantic, req.exclude, policy.require_semantic_unique,
+               policy.prefer_profiling_rows)
+        cached = self._prepared.get(key)
+        if cached is not None:
+            return cached
+        mask = np.ones(len(regime_slice), dtype=bool)
+        for i, value in fixed:
+            mask &= regime_slice.axes[:, i] == value
+        rank = column_rank(policy)
+        by_column: dict[str, list[MeasuredRow]] = defaultdict(list)
+        for row, keep in zip(regime_slice.rows, mask):
+            if keep:
+                by_column[row.latency_column].append(row)
+        prepared = [
+            Prepared(column, *_merge_points(by_column[column], group, target.semantic, rank,
+                                            policy.require_semantic_unique))
+            for column in sorted(by_column, key=lambda c: rank.get(c, len(rank)))
+        ]
+        self._prepared.put(key, prepared)
+        return prepared
 
     def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
                   column: str, coords: np.ndarray, values: np.ndarray,
