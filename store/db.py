@@ -19,6 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import QueuePool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BULK_LOAD_CACHE_KIB = 65536
@@ -64,7 +65,10 @@ def _sqlite_engine(url: str, read_only: bool) -> Engine:
     database = make_url(url).database or ""
     if read_only and database not in ("", ":memory:"):
         uri = f"file:{Path(database).resolve()}?mode=ro"
-        engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri))
+        # QueuePool, not the SingletonThreadPool a "sqlite://" URL implies: that pool
+        # closes other threads' connections past five threads (a crash in the driver).
+        engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri),
+                               poolclass=QueuePool)
     else:
         engine = create_engine(url, connect_args={"timeout": 30})
 
@@ -100,6 +104,19 @@ def bulk_load_settings(conn: Connection) -> Iterator[None]:
     finally:
         with suppress(SQLAlchemyError):  # a broken connection must not hide the real error
             conn.exec_driver_sql(f"PRAGMA cache_size={int(previous)}")
+
+
+def begin_read_snapshot(conn: Connection) -> Connection:
+    """Start a read transaction whose queries all see one committed state.
+
+    SQLite: an explicit ``BEGIN`` (the driver would otherwise run each SELECT in its own
+    implicit transaction); in WAL mode the snapshot is taken at the first read and
+    never blocks the writer. PostgreSQL: REPEATABLE READ, the snapshot of the first query.
+    """
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN")
+        return conn
+    return conn.execution_options(isolation_level="REPEATABLE READ")
 
 
 def _sqlite_connect(uri: str) -> sqlite3.Connection:

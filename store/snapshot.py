@@ -4,8 +4,8 @@ A lookup issues several queries (is the kernel there, exact keys, a regime's poi
 On separate pooled connections, an ingest that commits between two of them could make
 one answer from two versions of the data, or look up a profile id the ingest has just
 deleted. ``SnapshotEngine`` pins one connection per thread for the whole lookup, inside
-one read transaction (``begin_read_snapshot``), so every query of a lookup sees the same
-committed state.
+one read transaction (``store.db.begin_read_snapshot``), so every query of a lookup sees
+the same committed state.
 
 The caches (answers, regime slices, kernel presence, profiles) belong to a
 ``Generation``: the ``profile_set`` state (every version's id and content hash) they were
@@ -28,22 +28,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select
 
 from store import schema as t
+from store.db import begin_read_snapshot
 
 Fingerprint = tuple[tuple[int, str, str], ...]
 """Every ``profile_set`` row as (id, alias, content_hash), by id."""
-
-
-def begin_read_snapshot(conn: Connection) -> Connection:
-    """Start a read transaction whose queries all see one committed state.
-
-    SQLite: an explicit ``BEGIN`` (the driver would otherwise run each SELECT in its own
-    implicit transaction); in WAL mode the snapshot is taken at the first read and
-    never blocks the writer. PostgreSQL: REPEATABLE READ, the snapshot of the first query.
-    """
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN")
-        return conn
-    return conn.execution_options(isolation_level="REPEATABLE READ")
 
 
 FINGERPRINT_SQL = str(select(t.profile_set.c.id, t.profile_set.c.alias,

@@ -125,8 +125,6 @@ def test_threads_sharing_one_store_see_old_or_new_never_mixed(replacement):
     tallies: list[Tally] = []
     go = threading.Event()
     with Store.open(replacement.url, refresh_seconds=REFRESH) as store:
-        if type(store.engine.pool).__name__ == "SingletonThreadPool":  # TEMPORARY
-            pytest.skip("store/db.py read-only SQLite engine: SingletonThreadPool (fix pending)")
         assert classify(8, store.lookup(rms_leaf(8), "v0.18").latency_us) == "old"
 
         def work(i: int) -> None:
