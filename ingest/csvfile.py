@@ -110,6 +110,10 @@ def split_text(raw: bytes) -> SplitText:
         text, problem = raw.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
         text, problem = raw.decode("utf-8-sig", "replace"), f"not UTF-8 text: {exc}"
+    if "\x00" in text:  # binary, not text; and no database text column may hold a NUL
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        problem = problem or f"not a text file: NUL byte at line {line} (kept as U+FFFD)"
+        text = text.replace("\x00", "\ufffd")
     numbered = [
         (i, line[:-1] if line.endswith("\r") else line)
         for i, line in enumerate(text.split("\n"), start=1)

@@ -18,6 +18,7 @@ from ingest.csvfile import (
     split_cells,
     split_text,
 )
+from store.schema import SQL_INT_MAX
 
 REQUIRED = ("message_bytes", "num_devices", "Duration(us)")
 
@@ -76,7 +77,7 @@ def _comm_row(line_no: int, text: str, cells: Mapping[str, str]) -> CommRow | Re
     if size is None or size <= 0:
         return bad(RejectCode.FIELD_INVALID, f"message_bytes {cells['message_bytes']!r} invalid")
     devices = _number(cells["num_devices"])
-    if devices is None or devices <= 0 or devices != int(devices):
+    if devices is None or not 0 < devices <= SQL_INT_MAX or devices != int(devices):
         return bad(RejectCode.FIELD_INVALID, f"num_devices {cells['num_devices']!r} invalid")
     latency = _number(cells["Duration(us)"])
     if latency is None or latency <= 0:

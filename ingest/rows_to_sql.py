@@ -1,21 +1,20 @@
 """Turn readouts into table rows and write them in batches (executemany).
 
-The bulky tables are buffered as plain tuples in a fixed column order. On SQLite they
-go to the driver's ``executemany`` as they are: per-row parameter processing was a large
-share of ingest time, and the only bind processor these tables' types have on SQLite
-(Float → ``float()``) does what the column's REAL affinity does anyway. Other dialects,
-and the small mapping tables (Boolean columns), take SQLAlchemy's ordinary ``insert``.
+The bulky tables are buffered as plain tuples in a fixed column order and written by
+``ingest.bulk.bulk_insert`` (executemany on SQLite, COPY on PostgreSQL). The small
+mapping tables (Boolean columns) take SQLAlchemy's ordinary ``insert``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import astuple
 
 from sqlalchemy import Connection, Table, func, insert, select
 
+from ingest.bulk import bulk_insert
 from ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from ingest.hccl import CommReadout
 from store import schema as t
@@ -23,6 +22,7 @@ from store.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
 from store.mapping import VersionMapping
 from store.paths.base import Extraction, Refusal, RowContext
 from store.paths.registry import ingest_paths, tc_input_counts
+from store.schema import SQL_INT_MAX
 
 MAPPING_FILE_NAME = "op_mapping.yaml"
 
@@ -177,18 +177,6 @@ class RowWriter:
             })
 
 
-def bulk_insert(conn: Connection, table: Table, columns: Sequence[str],
-                rows: list[tuple]) -> None:
-    """Insert tuples given in ``columns`` order (see the module docstring)."""
-    if conn.dialect.name == "sqlite":
-        quote = conn.dialect.identifier_preparer.quote
-        names = ", ".join(quote(c) for c in columns)
-        marks = ", ".join("?" for _ in columns)
-        conn.exec_driver_sql(f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})", rows)
-    else:
-        conn.execute(insert(table), [dict(zip(columns, row)) for row in rows])
-
-
 _JSON_KEYS: dict[str, str] = {}
 
 
@@ -247,8 +235,12 @@ def regime_columns(regime: Mapping[str, object]) -> list[object]:
 
 
 def _column_value(value: object) -> object:
-    if value is None or isinstance(value, (int, str)):
-        return value
+    """A regime field as its inspection column holds it; an integer no backend's column
+    can hold is left out (the regime key, which lookups match on, keeps it)."""
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int):
+        return value if -SQL_INT_MAX - 1 <= value <= SQL_INT_MAX else None
+    if value is None or isinstance(value, str):
+        return value
     return json.dumps(value, default=list)

@@ -58,7 +58,8 @@ _string = _check(lambda v: isinstance(v, str), "is not a string")
 _strings = _check(lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
                   "is not a list of strings", tuple)
 _flag = _check(lambda v: isinstance(v, bool), "is not true/false")
-_positive_int = _check(lambda v: type(v) is int and v > 0, "is not a positive integer")
+_positive_int = _check(lambda v: type(v) is int and v > 0, "is not a positive integer",
+                       _check(lambda v: v < 2**31, "is not below 2^31 (an SQL INTEGER)"))
 _dimension = _check(lambda v: type(v) is int and 0 <= v <= 3, "is not an integer from 0 to 3")
 _ratio = _check(lambda v: type(v) in (int, float) and math.isfinite(v) and v > 0,
                 "is not a finite positive number", float)
@@ -309,7 +310,7 @@ def _load_yaml(text: str, source: str) -> tuple[Any, list[str]]:
     try:
         root = loader.get_single_node()
         data = None if root is None else loader.construct_document(root)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() too long to convert
         raise MappingError(_yaml_message(exc, source)) from exc
     finally:
         loader.dispose()

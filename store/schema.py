@@ -39,6 +39,9 @@ def Label(length: int) -> TypeEngine:
     return String(length).with_variant(Text(), "postgresql")
 
 
+SQL_INT_MAX = 2**31 - 1
+"""The largest value an Integer column holds on every backend (PostgreSQL's INTEGER)."""
+
 NAMING = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",

@@ -208,6 +208,8 @@ def row_ep_size(row: CsvRow) -> int | Refusal:
     text = row.extra(EP_COLUMN) or ""
     if not text:
         return refuse(Reason.REQUIRED_FIELD_MISSING, f"{EP_COLUMN} blank")
+    if re.fullmatch(r"[0-9]{19,}", text):  # int() refuses 4300+ digits; no EP is this large
+        return refuse(Reason.REQUIRED_FIELD_MISSING, f"{EP_COLUMN} {text[:24]!r}… is too large")
     if not re.fullmatch(r"[0-9]+", text) or int(text) <= 0:
         return refuse(Reason.REQUIRED_FIELD_MISSING,
                       f"{EP_COLUMN} {text!r} is not a positive integer")

@@ -166,9 +166,9 @@ def mutated_tree(draw: Draw, seeds: Sequence[object], max_steps: int = 3,
 def expected_data_lines(raw: bytes) -> list[int]:
     """The 1-based numbers of a file's data lines, counted independently of the reader:
     non-blank lines after the first non-blank one (a Git LFS pointer has no header, so
-    every non-blank line of a readable pointer counts)."""
+    every non-blank line of a readable pointer counts; a NUL byte makes a file unreadable)."""
     try:
-        text, readable = raw.decode("utf-8-sig"), True
+        text, readable = raw.decode("utf-8-sig"), b"\x00" not in raw
     except UnicodeDecodeError:
         text, readable = raw.decode("utf-8-sig", "replace"), False
     lines = text.split("\n")

@@ -57,7 +57,7 @@ COMM_SEEDS = ["1024,16,DT_BF16,1,35.00,0.03", "2048,16,DT_BF16,1,34.04,0.06",
 
 
 def physical_line(raw: bytes, line_no: int) -> str:
-    line = raw.decode("utf-8-sig", "replace").split("\n")[line_no - 1]
+    line = raw.decode("utf-8-sig", "replace").replace("\x00", "\ufffd").split("\n")[line_no - 1]
     return line[:-1] if line.endswith("\r") else line
 
 

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given
 
 from store.mapping import MappingError, VersionMapping, load_mapping
-from tests.robustness import FUZZ, mutated, mutated_tree
+from tests.robustness import FUZZ, HUGE_INT, mutated, mutated_tree
 
 pytestmark = pytest.mark.no_database
 
@@ -121,3 +121,23 @@ def test_a_control_character_is_a_mapping_error_naming_it():
         assert "#x001f" in str(exc) and str(exc).startswith("<text>")
     else:
         raise AssertionError("a control character must be refused")
+
+
+def test_an_integer_too_long_to_convert_is_a_mapping_error():
+    """Found by the fuzzer: PyYAML's int() of a 5000-digit literal raised a bare
+    ValueError; it is a broken mapping like any other."""
+    text = MAPPING_TEXT.replace("tc_input_count: 2", f"tc_input_count: {HUGE_INT}")
+    try:
+        load_mapping(text, is_text=True)
+    except MappingError as exc:
+        assert str(exc).startswith("<text>: broken YAML") and "4300 digits" in str(exc)
+    else:
+        raise AssertionError("a 5000-digit integer must be refused")
+
+
+def test_an_integer_beyond_sql_integer_is_a_field_problem():
+    mapping = load_mapping(MAPPING_TEXT.replace("tc_input_count: 2", "tc_input_count: 2147483648"),
+                           is_text=True)
+    assert mapping.entries["aten.embedding.default"].tc_input_count is None
+    assert mapping.problems == ("<text>: entry 'aten.embedding.default': tc_input_count "
+                                "2147483648 is not below 2^31 (an SQL INTEGER); field ignored",)
