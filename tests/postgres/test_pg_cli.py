@@ -21,7 +21,7 @@ from tests.support.perfdb import (
     write_version,
 )
 
-SECRET = "s3cr3t-pw"
+SECRET = "secret"
 UNREACHABLE = f"postgresql+psycopg://postgres:{SECRET}@127.0.0.1:55432/x"
 """The brief's example: a server may or may not listen there; database x never exists."""
 VERBS = (
