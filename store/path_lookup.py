@@ -303,13 +303,28 @@ def _merge_points(
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[MeasuredRow, int]], int]:
     """Candidate coordinates of one column with duplicates merged (median) or, when the
     kernel requires unique rows and they disagree, left out."""
+    if semantic is not None:
+        rows = [r for r in rows if r.semantic == semantic]
+    coordinates = [tuple(r.axes[i] for i in group) for r in rows]
+    if len(set(coordinates)) == len(coordinates):
+        order = sorted(range(len(rows)), key=coordinates.__getitem__)
+        points = np.array([coordinates[i] for i in order], dtype=float)
+        values = np.array([rows[i].latency_us for i in order], dtype=float)
+        return (points.reshape(len(rows), len(group)), values,
+                [(rows[i], 1) for i in order], 0)
     by_coordinate: dict[tuple[float, ...], list[MeasuredRow]] = defaultdict(list)
-    for row in rows:
-        by_coordinate[tuple(row.axes[i] for i in group)].append(row)
+    for row, coordinate in zip(rows, coordinates):
+        by_coordinate[coordinate].append(row)
     points, values, merged, ambiguous = [], [], [], 0
     for coordinate in sorted(by_coordinate):
-        outcome = merge_coordinate(by_coordinate[coordinate], rank,
-                                   unique_required=unique_required, semantic=semantic)
+        group_rows = by_coordinate[coordinate]
+        if len(group_rows) == 1:
+            points.append(coordinate)
+            values.append(group_rows[0].latency_us)
+            merged.append((group_rows[0], 1))
+            continue
+        outcome = merge_coordinate(group_rows, rank, unique_required=unique_required,
+                                   semantic=semantic)
         ambiguous += outcome.ambiguous
         if outcome.merged is None:
             continue
