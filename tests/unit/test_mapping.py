@@ -29,7 +29,11 @@ EXPECTED_COUNTS = {"v0.13": 113, "v0.15": 143, "v0.18": 151}
 
 
 def yaml_path(version: str) -> Path:
-    return VLLM_ROOT / VERSION_DIRS[version] / "op_mapping.yaml"
+    """A real YAML of the corpus; the test skips when the corpus is not beside the checkout."""
+    path = VLLM_ROOT / VERSION_DIRS[version] / "op_mapping.yaml"
+    if not path.is_file():
+        pytest.skip(f"the profiling corpus is not beside the checkout ({path})")
+    return path
 
 
 @pytest.fixture(scope="module")
