@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from store.result import Reason
 from store.rows import CsvRow
+from store.shapes import Shape
 
 if TYPE_CHECKING:
     from store.leaf import LeafOp
@@ -43,6 +44,15 @@ class Extraction:
 def regime_key(regime: Mapping[str, Any]) -> str:
     """Canonical text of a regime: the same fields give the same key on both sides."""
     return json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One tensor as a path compares it: logical shape, profiler dtype, memory format."""
+
+    shape: Shape
+    dtype: str
+    format: str
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from store.mapping import MappingEntry
 from store.normalizers import normalize_target_inputs
 from store.paths.base import (
     Extraction,
+    Operand,
     OperatorPath,
     Refusal,
     RowContext,
@@ -48,15 +49,6 @@ MATMUL_GROUPS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
 
 #: Ops whose matrix operands are not the first two tensors (a bias comes first).
 _MATRIX_POSITIONS = {"aten.addmm.default": (1, 2), "aten.baddbmm.default": (1, 2)}
-
-
-@dataclass(frozen=True)
-class Operand:
-    """One tensor as a path compares it: logical shape, profiler dtype, memory format."""
-
-    shape: Shape
-    dtype: str
-    format: str
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ is spelled ``[T]`` instead of ``[T, 1]``) and interpolate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from store.dtypes import to_profiler_dtype
 from store.leaf import LeafOp, TensorSpec
 from store.paths.base import (
     Extraction,
+    Operand,
     OperatorPath,
     Refusal,
     RowContext,
@@ -37,17 +37,10 @@ from store.paths.base import (
 )
 from store.result import Reason
 from store.rows import FRACTAL_NZ, CsvRow
-from store.shapes import Shape, leading_product, restore_fractal_nz, shape_text
+from store.shapes import leading_product, restore_fractal_nz, shape_text
 
 TC_POSITIONS = (("cache", 1), ("index", 2), ("update", 0))
 """CSV order (cache, index, update) as TensorCast argument positions."""
-
-
-@dataclass(frozen=True)
-class Operand:
-    shape: Shape
-    dtype: str
-    format: str
 
 
 class MlaCacheUpdatePath(OperatorPath):

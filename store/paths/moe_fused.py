@@ -27,6 +27,7 @@ from store.dtypes import to_profiler_dtype
 from store.leaf import LeafOp, TensorSpec
 from store.paths.base import (
     Extraction,
+    Operand,
     OperatorPath,
     Refusal,
     RowContext,
@@ -60,15 +61,6 @@ VARIANTS: Mapping[str, Variant] = {
 
 
 @dataclass(frozen=True)
-class Weight:
-    """One stacked GMM weight: logical shape ``(E, …)``, profiler dtype, layout."""
-
-    shape: Shape
-    dtype: str
-    format: str
-
-
-@dataclass(frozen=True)
 class DfcFields:
     """Everything the regime and the axis are built from, read from either side."""
 
@@ -76,8 +68,8 @@ class DfcFields:
     activation: Shape
     activation_dtype: str
     activation_format: str
-    gmm1: Weight
-    gmm2: Weight
+    gmm1: Operand
+    gmm2: Operand
     topk: int
     ep_size: int
 
@@ -174,8 +166,8 @@ def row_fields(row: CsvRow) -> DfcFields | Refusal:
                      _slot_weight(gmm2), indices.shape[-1], ep_size)
 
 
-def _slot_weight(slot: Slot) -> Weight:
-    return Weight(slot.shape, slot.dtype, slot.format)
+def _slot_weight(slot: Slot) -> Operand:
+    return Operand(slot.shape, slot.dtype, slot.format)
 
 
 _FLOAT_ACTIVATIONS = frozenset({"DT_BF16", "DT_FLOAT16", "FLOAT16"})
@@ -256,7 +248,7 @@ def target_fields(leaf: LeafOp) -> DfcFields | Refusal:
                      weights[0], weights[1], indices.shape[-1], leaf.context.ep_size)
 
 
-def stacked_weight(value: Any) -> Weight | str:
+def stacked_weight(value: Any) -> Operand | str:
     """A weight list as one stacked tensor: E per-expert 2-D tensors → ``(E, …)``; one 3-D
     tensor (alone or in a list) is already stacked. A string says what is wrong."""
     tensors = (value,) if isinstance(value, TensorSpec) else value
@@ -277,7 +269,7 @@ def stacked_weight(value: Any) -> Weight | str:
         return (f"{len(tensors)} weight tensor(s) of rank {len(shape)}: expected 2-D "
                 "per-expert tensors or one 3-D stack")
     try:
-        return Weight(stacked, to_profiler_dtype(dtype), fmt)
+        return Operand(stacked, to_profiler_dtype(dtype), fmt)
     except ValueError as error:
         return str(error)
 
