@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from store.dtypes import to_profiler_dtype
+from store.leaf import TensorSpec
 from store.result import Reason
-from store.rows import CsvRow
-from store.shapes import Shape
+from store.rows import FRACTAL_NZ, CsvRow
+from store.shapes import Shape, restore_fractal_nz
 
 if TYPE_CHECKING:
     from store.leaf import LeafOp
@@ -53,6 +55,13 @@ class Operand:
     shape: Shape
     dtype: str
     format: str
+
+
+def target_operand(tensor: TensorSpec, fmt: str, float16_as: str = "DT_BF16") -> Operand:
+    """A leaf tensor in format ``fmt`` as the CSV would show it (FRACTAL_NZ restored, profiler
+    dtype name); raises ValueError for a dtype the profiler has no name for."""
+    shape = restore_fractal_nz(tensor.shape) if fmt == FRACTAL_NZ else tensor.shape
+    return Operand(shape, to_profiler_dtype(tensor.dtype, float16_as=float16_as), fmt)
 
 
 @dataclass(frozen=True)

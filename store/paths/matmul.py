@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.dtypes import to_profiler_dtype
 from store.leaf import LeafOp, TensorSpec
 from store.mapping import MappingEntry
 from store.normalizers import normalize_target_inputs
@@ -39,10 +38,11 @@ from store.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    target_operand,
 )
 from store.result import Reason
-from store.rows import FRACTAL_NZ, CsvRow, Slot
-from store.shapes import Shape, numel, restore_fractal_nz, shape_text
+from store.rows import CsvRow, Slot
+from store.shapes import Shape, numel, shape_text
 
 MATMUL_AXES = ("M", "K", "N")
 MATMUL_GROUPS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
@@ -129,13 +129,6 @@ def operand_format(tensor: TensorSpec, position: int, entry: MappingEntry) -> st
     if tensor.format == "ND" and position < len(expected):
         return expected[position].strip().upper() or "ND"
     return tensor.format
-
-
-def target_operand(tensor: TensorSpec, fmt: str, float16_as: str = "DT_BF16") -> Operand:
-    """A leaf tensor in format ``fmt`` as the CSV would show it (FRACTAL_NZ restored);
-    raises ValueError for a dtype the profiler has no name for."""
-    shape = restore_fractal_nz(tensor.shape) if fmt == FRACTAL_NZ else tensor.shape
-    return Operand(shape, to_profiler_dtype(tensor.dtype, float16_as=float16_as), fmt)
 
 
 def target_tensors(leaf: LeafOp, ctx: TargetContext) -> tuple[TensorSpec, ...]:

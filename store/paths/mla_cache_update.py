@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from store.dtypes import to_profiler_dtype
 from store.leaf import LeafOp, TensorSpec
 from store.paths.base import (
     Extraction,
@@ -34,10 +33,11 @@ from store.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    target_operand,
 )
 from store.result import Reason
-from store.rows import FRACTAL_NZ, CsvRow
-from store.shapes import leading_product, restore_fractal_nz, shape_text
+from store.rows import CsvRow
+from store.shapes import leading_product, shape_text
 
 TC_POSITIONS = (("cache", 1), ("index", 2), ("update", 0))
 """CSV order (cache, index, update) as TensorCast argument positions."""
@@ -68,12 +68,9 @@ class MlaCacheUpdatePath(OperatorPath):
                 return refuse(Reason.REQUIRED_FIELD_MISSING,
                               f"arg {position} ({name}) is not a tensor")
             try:
-                dtype = to_profiler_dtype(tensor.dtype)
+                operands.append(target_operand(tensor, tensor.format))
             except ValueError as error:
                 return refuse(Reason.TARGET_UNAVAILABLE, f"arg {position} ({name}): {error}")
-            shape = restore_fractal_nz(tensor.shape) if tensor.format == FRACTAL_NZ \
-                else tensor.shape
-            operands.append(Operand(shape, dtype, tensor.format))
         return mla_extraction(ctx.kernel_type, *operands)
 
     def describe(self, extraction: Extraction) -> dict[str, object]:

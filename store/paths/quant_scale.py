@@ -28,13 +28,15 @@ from typing import Any
 from store.leaf import LeafOp, TensorSpec
 from store.paths.base import (
     Extraction,
+    Operand,
     OperatorPath,
     Refusal,
     RowContext,
     TargetContext,
     refuse,
+    target_operand,
 )
-from store.paths.matmul import Operand, operand_format, target_operand
+from store.paths.matmul import operand_format
 from store.result import Reason
 from store.rows import CsvRow
 from store.shapes import Shape, numel
