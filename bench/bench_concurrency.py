@@ -31,15 +31,14 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from profstore.api import Store
+from profstore.db import make_engine, redact_url, upgrade
+from profstore.evaluation.replay import load_trace, trace_context, trace_variants
+from profstore.ingest.loader import ingest_path
+from profstore.leaf import LeafOp
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
-
-from ingest.loader import ingest_path
-from store.api import Store
-from store.db import make_engine, redact_url, upgrade
-from store.evaluation.replay import load_trace, trace_context, trace_variants
-from store.leaf import LeafOp
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO.parent / "shared" / "perfdb"

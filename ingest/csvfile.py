@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeVar
 
-from store.dtypes import is_known_profiler_dtype
-from store.latency import CORE_TIME_COLUMNS, LatencyError, select_latency
-from store.mapping import KernelPolicy
-from store.rows import CsvRow, Slot
-from store.shapes import ShapeParseError, parse_list_cell, parse_shape_cell
+from profstore.dtypes import is_known_profiler_dtype
+from profstore.latency import CORE_TIME_COLUMNS, LatencyError, select_latency
+from profstore.mapping import KernelPolicy
+from profstore.rows import CsvRow, Slot
+from profstore.shapes import ShapeParseError, parse_list_cell, parse_shape_cell
 
 BASE_COLUMNS = (
     "Input Shapes",

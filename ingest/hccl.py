@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ingest.csvfile import (
+from profstore.ingest.csvfile import (
     LineReader,
     RejectCode,
     Rejected,
@@ -18,7 +18,7 @@ from ingest.csvfile import (
     split_cells,
     split_text,
 )
-from store.schema import SQL_INT_MAX
+from profstore.schema import SQL_INT_MAX
 
 REQUIRED = ("message_bytes", "num_devices", "Duration(us)")
 

@@ -10,15 +10,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from profstore import schema as t
+from profstore.db import bulk_load_settings
+from profstore.ingest.csvfile import RejectCode, read_kernel_csv
+from profstore.ingest.discover import (
+    HCCL,
+    MAPPING_FILE,
+    VersionSource,
+    content_hash,
+    discover,
+    file_hash,
+)
+from profstore.ingest.hccl import read_comm_csv
+from profstore.ingest.rows_to_sql import RowWriter
+from profstore.mapping import MappingError, VersionMapping, load_mapping
 from sqlalchemy import Connection, Engine, delete, func, insert, select
-
-from ingest.csvfile import RejectCode, read_kernel_csv
-from ingest.discover import HCCL, MAPPING_FILE, VersionSource, content_hash, discover, file_hash
-from ingest.hccl import read_comm_csv
-from ingest.rows_to_sql import RowWriter
-from store import schema as t
-from store.db import bulk_load_settings
-from store.mapping import MappingError, VersionMapping, load_mapping
 
 EMPTY_MAPPING = VersionMapping(header={}, entries={}, policies={})
 

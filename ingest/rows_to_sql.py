@@ -12,17 +12,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple
 
+from profstore import schema as t
+from profstore.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
+from profstore.ingest.bulk import bulk_insert
+from profstore.ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
+from profstore.ingest.hccl import CommReadout
+from profstore.mapping import VersionMapping
+from profstore.paths.base import Extraction, Refusal, RowContext
+from profstore.paths.registry import ingest_paths, tc_input_counts
+from profstore.schema import SQL_INT_MAX
 from sqlalchemy import Connection, Table, func, insert, select
-
-from ingest.bulk import bulk_insert
-from ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
-from ingest.hccl import CommReadout
-from store import schema as t
-from store.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
-from store.mapping import VersionMapping
-from store.paths.base import Extraction, Refusal, RowContext
-from store.paths.registry import ingest_paths, tc_input_counts
-from store.schema import SQL_INT_MAX
 
 MAPPING_FILE_NAME = "op_mapping.yaml"
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from alembic import context
+from profstore.schema import metadata
 from sqlalchemy import create_engine
-
-from store.schema import metadata
 
 config = context.config
 target_metadata = metadata

@@ -8,20 +8,19 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from profstore import schema as t
+from profstore.candidates import LRU, CandidateQueries
+from profstore.communication import CommunicationLookup
+from profstore.db import make_engine, normalize_url, redact_url, upgrade
+from profstore.exact import BaseExact
+from profstore.geometry import TriangulationCache
+from profstore.leaf import LeafOp
+from profstore.mapping import VersionMapping, merge_overlay
+from profstore.path_lookup import PathRunner
+from profstore.result import QueryResult, Reason
+from profstore.snapshot import Generation, Generations, SnapshotEngine, fingerprint
+from profstore.wrapper import Dispatcher, LookupOptions, Profile
 from sqlalchemy import Engine, or_, select
-
-from store import schema as t
-from store.candidates import LRU, CandidateQueries
-from store.communication import CommunicationLookup
-from store.db import make_engine, normalize_url, redact_url, upgrade
-from store.exact import BaseExact
-from store.geometry import TriangulationCache
-from store.leaf import LeafOp
-from store.mapping import VersionMapping, merge_overlay
-from store.path_lookup import PathRunner
-from store.result import QueryResult, Reason
-from store.snapshot import Generation, Generations, SnapshotEngine, fingerprint
-from store.wrapper import Dispatcher, LookupOptions, Profile
 
 REFRESH_SECONDS = 1.0
 """How stale a cached answer may be after a re-ingest (one small query per interval)."""

@@ -14,10 +14,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from profstore import schema as t
+from profstore.exact_keys import output_key
 from sqlalchemy import Engine, bindparam, func, select
-
-from store import schema as t
-from store.exact_keys import output_key
 
 AXIS_COLUMNS = (t.sample_point.c.axis_0, t.sample_point.c.axis_1, t.sample_point.c.axis_2)
 

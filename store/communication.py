@@ -8,13 +8,12 @@ import statistics
 from dataclasses import dataclass
 
 import numpy as np
+from profstore import schema as t
+from profstore.candidates import LRU
+from profstore.dtypes import element_size
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.result import QueryResult, Reason
 from sqlalchemy import Engine, select
-
-from store import schema as t
-from store.candidates import LRU
-from store.dtypes import element_size
-from store.leaf import LeafOp, TensorSpec
-from store.result import QueryResult, Reason
 
 ALPHA_BETA_CONFIDENCE = 0.8
 

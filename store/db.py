@@ -10,6 +10,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from importlib import resources
 from pathlib import Path
 
 from alembic import command
@@ -21,7 +22,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BULK_LOAD_CACHE_KIB = 65536
 
 
@@ -132,9 +132,14 @@ def _set_postgres_read_only(engine: Engine) -> None:
         dbapi_conn.commit()
 
 
+def migrations_dir() -> str:
+    """The installed ``profstore.migrations`` package: works from a wheel and from a checkout."""
+    return str(resources.files("profstore.migrations"))
+
+
 def alembic_config(url: str) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", migrations_dir())
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 

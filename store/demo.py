@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.writer import Row, write_hccl, write_version
+from profstore.ingest.writer import Row, write_hccl, write_version
 
 DEVICE = "DEMO_A3"
 DIRECTORY = "vllm0.18.0_torch2.9.0_cann8.5"

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from store.candidates import MeasuredRow
+from profstore.candidates import MeasuredRow
 
 AGREEMENT_RTOL = 1e-9
 

@@ -10,17 +10,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from store.candidates import CandidateQueries, MeasuredRow
-from store.dtypes import element_size, to_profiler_dtype
-from store.duplicates import merge_coordinate
-from store.exact_keys import target_keys
-from store.latency import column_rank
-from store.leaf import LeafOp
-from store.mapping import MappingEntry, VersionMapping
-from store.path_lookup import Attempt
-from store.paths.base import TargetContext
-from store.paths.generic import target_signature
-from store.result import QueryResult, QuerySource, Reason
+from profstore.candidates import CandidateQueries, MeasuredRow
+from profstore.dtypes import element_size, to_profiler_dtype
+from profstore.duplicates import merge_coordinate
+from profstore.exact_keys import target_keys
+from profstore.latency import column_rank
+from profstore.leaf import LeafOp
+from profstore.mapping import MappingEntry, VersionMapping
+from profstore.path_lookup import Attempt
+from profstore.paths.base import TargetContext
+from profstore.paths.generic import target_signature
+from profstore.result import QueryResult, QuerySource, Reason
 
 BYTE_RATIO_CONFIDENCE = 0.8
 

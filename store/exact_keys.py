@@ -19,8 +19,8 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from store.rows import CsvRow
-from store.shapes import Shape, shape_text, strip_leading_batch
+from profstore.rows import CsvRow
+from profstore.shapes import Shape, shape_text, strip_leading_batch
 
 RAW = "x"
 STRIPPED = "b"

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from store.mapping import KernelPolicy
+from profstore.mapping import KernelPolicy
 
 AVERAGE = "Average Duration(us)"
 PROFILING_AVERAGE = "Profiling Average Duration(us)"

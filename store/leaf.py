@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from numbers import Integral, Real
 from typing import Any, TypeAlias
 
-from store.dtypes import canonical_torch_dtype
+from profstore.dtypes import canonical_torch_dtype
 
 __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "parse_shape_text"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from store.leaf import TensorSpec
+from profstore.leaf import TensorSpec
 
 Normalizer = Callable[[Sequence[TensorSpec]], tuple[TensorSpec, ...]]
 

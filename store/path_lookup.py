@@ -9,21 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from store.candidates import LRU, CandidateQueries, MeasuredRow, RegimeSlice
-from store.duplicates import merge_coordinate
-from store.geometry import (
+from profstore.candidates import LRU, CandidateQueries, MeasuredRow, RegimeSlice
+from profstore.duplicates import merge_coordinate
+from profstore.geometry import (
     Diagnostic,
     GeometryResult,
     TriangulationCache,
     interpolate_1d,
     interpolate_simplex,
 )
-from store.latency import column_rank
-from store.leaf import LeafOp
-from store.mapping import KernelPolicy, MappingEntry
-from store.paths.base import Extraction, OperatorPath, Refusal, TargetContext
-from store.result import QueryResult, Reason
+from profstore.latency import column_rank
+from profstore.leaf import LeafOp
+from profstore.mapping import KernelPolicy, MappingEntry
+from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
+from profstore.result import QueryResult, Reason
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
 DIAGNOSTIC_REASON = {

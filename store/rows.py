@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from store.shapes import Shape, restore_fractal_nz
+from profstore.shapes import Shape, restore_fractal_nz
 
 FRACTAL_NZ = "FRACTAL_NZ"
 

@@ -25,10 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from profstore import schema as t
+from profstore.db import begin_read_snapshot
 from sqlalchemy import Connection, Engine, select
-
-from store import schema as t
-from store.db import begin_read_snapshot
 
 Fingerprint = tuple[tuple[int, str, str], ...]
 """Every ``profile_set`` row as (id, alias, content_hash), by id."""

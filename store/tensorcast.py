@@ -38,11 +38,11 @@ from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
-from store.api import Store
-from store.dtypes import canonical_torch_dtype
-from store.leaf import Arg, LeafContext, LeafOp, TensorSpec
-from store.mapping import VersionMapping, load_mapping, merge_overlay
-from store.result import QueryResult, QuerySource, Reason
+from profstore.api import Store
+from profstore.dtypes import canonical_torch_dtype
+from profstore.leaf import Arg, LeafContext, LeafOp, TensorSpec
+from profstore.mapping import VersionMapping, load_mapping, merge_overlay
+from profstore.result import QueryResult, QuerySource, Reason
 
 __all__ = [
     "MAX_VALUE_ELEMENTS",

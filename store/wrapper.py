@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from store.communication import CommunicationLookup
-from store.exact import BaseExact, composite, sub_entry
-from store.leaf import LeafOp
-from store.mapping import MappingEntry, VersionMapping
-from store.path_lookup import Attempt, PathRequest, PathRunner
-from store.paths.base import OperatorPath, TargetContext
-from store.paths.registry import path_for
-from store.result import QueryResult, QuerySource, Reason
+from profstore.communication import CommunicationLookup
+from profstore.exact import BaseExact, composite, sub_entry
+from profstore.leaf import LeafOp
+from profstore.mapping import MappingEntry, VersionMapping
+from profstore.path_lookup import Attempt, PathRequest, PathRunner
+from profstore.paths.base import OperatorPath, TargetContext
+from profstore.paths.registry import path_for
+from profstore.result import QueryResult, QuerySource, Reason
 
 NO_INTERPOLATION_SELECTORS = {"composite"}
 

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 
-from store.api import Store
 from tests.support import perfdb
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
-from store.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
+from profstore.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
 
 revision = '0001'
 down_revision = None

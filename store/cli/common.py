@@ -9,11 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, or_, select
-from sqlalchemy.engine import Row
-
-from store import schema as t
-from store.db import (
+from profstore import schema as t
+from profstore.db import (
     current_revision,
     head_revision,
     is_sqlite,
@@ -21,6 +18,8 @@ from store.db import (
     normalize_url,
     redact_url,
 )
+from sqlalchemy import Connection, Engine, or_, select
+from sqlalchemy.engine import Row
 
 DB_ENV = "PROFSTORE_DB"
 DEFAULT_DB = "profstore.db"

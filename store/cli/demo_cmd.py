@@ -9,12 +9,12 @@ import argparse
 import shutil
 from pathlib import Path
 
-from ingest.loader import ingest_path
-from store.api import Store
-from store.cli.output import Column, emit
-from store.db import make_engine, upgrade
-from store.demo import DEMO_QUERIES, write_demo_data
-from store.leaf import LeafOp
+from profstore.api import Store
+from profstore.cli.output import Column, emit
+from profstore.db import make_engine, upgrade
+from profstore.demo import DEMO_QUERIES, write_demo_data
+from profstore.ingest.loader import ingest_path
+from profstore.leaf import LeafOp
 
 RESULT_COLUMNS = [
     Column("query", "QUERY"), Column("latency_us", "LATENCY_US", True),
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from store.cli.main import main
+    from profstore.cli.main import main
 
     folder = Path(args.dir).resolve()
     data, db = folder / "data", folder / "demo.db"

@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from store.cli.common import CliError, add_version_option, db_options, db_url, json_options
-from store.cli.lookup_cmd import open_store
-from store.cli.output import Column, is_terminal, print_json, print_table, to_json
-from store.evaluation import bench as benchmod
-from store.evaluation.document import render_html, render_markdown
-from store.evaluation.holdout import HoldoutReport, run_holdout
-from store.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
-from store.evaluation.replay import SOURCES, ReplayReport, replay_workload
-from store.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
+from profstore.cli.common import CliError, add_version_option, db_options, db_url, json_options
+from profstore.cli.lookup_cmd import open_store
+from profstore.cli.output import Column, is_terminal, print_json, print_table, to_json
+from profstore.evaluation import bench as benchmod
+from profstore.evaluation.document import render_html, render_markdown
+from profstore.evaluation.holdout import HoldoutReport, run_holdout
+from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
+from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
+from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
 
 
 class Progress:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from store.cli.output import Column, format_cell, render_table, to_json
-from store.leaf import LeafOp
-from store.mapping import MappingEntry
-from store.paths.registry import path_for
-from store.result import QueryResult
+from profstore.cli.output import Column, format_cell, render_table, to_json
+from profstore.leaf import LeafOp
+from profstore.mapping import MappingEntry
+from profstore.paths.registry import path_for
+from profstore.result import QueryResult
 
 INDENT = "  "
 SHOWN_KEYS = frozenset({

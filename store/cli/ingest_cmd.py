@@ -8,11 +8,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
-from ingest.discover import discover
-from ingest.loader import VersionSummary, ingest_path
-from store.cli.common import CliError, db_options, db_url, json_options, sqlite_file
-from store.cli.output import is_terminal, print_json
-from store.db import current_revision, make_engine, redact_url, upgrade
+from profstore.cli.common import CliError, db_options, db_url, json_options, sqlite_file
+from profstore.cli.output import is_terminal, print_json
+from profstore.db import current_revision, make_engine, redact_url, upgrade
+from profstore.ingest.discover import discover
+from profstore.ingest.loader import VersionSummary, ingest_path
 
 BAR_WIDTH = 30
 

@@ -11,10 +11,8 @@ import argparse
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import Connection, column, func, select, table, text
-
-from store import schema as t
-from store.cli.common import (
+from profstore import schema as t
+from profstore.cli.common import (
     CliError,
     add_version_option,
     db_options,
@@ -22,9 +20,10 @@ from store.cli.common import (
     profile_row,
     read_engine,
 )
-from store.cli.output import Column, emit, print_json, print_table
-from store.cli.sqlguard import ReadOnlyViolation, check_read_only
-from store.paths.registry import ALL_PATHS
+from profstore.cli.output import Column, emit, print_json, print_table
+from profstore.cli.sqlguard import ReadOnlyViolation, check_read_only
+from profstore.paths.registry import ALL_PATHS
+from sqlalchemy import Connection, column, func, select, table, text
 
 AXES = ("axis_0", "axis_1", "axis_2")
 REGIMES_VIEW = table("regimes", *[column(n) for n in (

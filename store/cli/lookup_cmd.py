@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from store.api import Store
-from store.cli.common import CliError, add_version_option, check_database, db_options, db_url
-from store.cli.explain_text import explain_lines
-from store.cli.output import print_json, to_json
-from store.leaf import LeafOp
-from store.mapping import MappingError, VersionMapping, load_mapping
-from store.result import Reason
+from profstore.api import Store
+from profstore.cli.common import CliError, add_version_option, check_database, db_options, db_url
+from profstore.cli.explain_text import explain_lines
+from profstore.cli.output import print_json, to_json
+from profstore.leaf import LeafOp
+from profstore.mapping import MappingError, VersionMapping, load_mapping
+from profstore.result import Reason
 
 INTERPOLATION_HELP = "exact measurements only (base exact and exact coordinates)"
 

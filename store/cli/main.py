@@ -14,18 +14,18 @@ import os
 import sys
 from collections.abc import Sequence
 
+from profstore import __version__
+from profstore.cli.common import CliError
+from profstore.db import redact_url
+from profstore.mapping import MappingError
 from sqlalchemy.exc import SQLAlchemyError
 
-from store.cli.common import CliError
-from store.db import redact_url
-from store.mapping import MappingError
-
 VERB_MODULES: tuple[str, ...] = (
-    "store.cli.ingest_cmd",
-    "store.cli.inspect",
-    "store.cli.lookup_cmd",
-    "store.cli.evaluate",
-    "store.cli.demo_cmd",
+    "profstore.cli.ingest_cmd",
+    "profstore.cli.inspect",
+    "profstore.cli.lookup_cmd",
+    "profstore.cli.evaluate",
+    "profstore.cli.demo_cmd",
 )
 """Registered in this order, which is the order of ``profstore --help``."""
 
@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="An indexed SQL store of measured operator latencies: ingest, inspect, "
                     "look up.")
+    parser.add_argument("-V", "--version", action="version",
+                        version=f"{PROG} {__version__}",
+                        help="print profstore's own version and exit (a verb's --version is the "
+                             "data version)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in VERB_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.discover import HCCL, VLLM, VersionSource, content_hash, discover
+from profstore.ingest.discover import HCCL, VLLM, VersionSource, content_hash, discover
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ROOT = REPO.parent / "shared" / "perfdb"
@@ -129,8 +129,8 @@ def stage(root: Path, dest: Path, copies: int, kernels: tuple[str, ...] | None) 
 
 
 def ingest(root: Path, db: Path) -> dict[str, Any]:
-    from ingest.loader import ingest_path
-    from store.db import make_engine, upgrade
+    from profstore.db import make_engine, upgrade
+    from profstore.ingest.loader import ingest_path
 
     engine = make_engine(db)
     upgrade(engine)
@@ -187,7 +187,7 @@ def measure_subprocess(db: Path, options: BenchOptions) -> dict[str, Any]:
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     spec = json.dumps({"db": str(db), "reps": options.reps, "stream": options.stream,
                        "workload": str(options.workload)})
-    done = subprocess.run([sys.executable, "-m", "store.evaluation.bench", spec], env=env,
+    done = subprocess.run([sys.executable, "-m", "profstore.evaluation.bench", spec], env=env,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"bench measurement failed: {done.stderr.strip()[-2000:]}")
@@ -201,10 +201,10 @@ def _median_us(samples: list[float]) -> float:
 def measure(db: str, reps: int, stream: int, workload: str) -> dict[str, Any]:
     import resource
 
-    from store.api import Store
-    from store.evaluation.replay import load_trace, trace_context, trace_variants
-    from store.geometry import TriangulationCache
-    from store.leaf import LeafOp
+    from profstore.api import Store
+    from profstore.evaluation.replay import load_trace, trace_context, trace_variants
+    from profstore.geometry import TriangulationCache
+    from profstore.leaf import LeafOp
 
     leaves = {name: LeafOp.from_json(d) for name, (d, _) in TARGETS.items()}
     out: dict[str, Any] = {}
@@ -246,8 +246,8 @@ def measure(db: str, reps: int, stream: int, workload: str) -> dict[str, Any]:
 
 def _streams(db: str, workload: str, stream: int, leaves: dict, load_trace: Any,
              trace_context: Any, trace_variants: Any) -> dict[str, Any]:
-    from store.api import Store
-    from store.evaluation.replay import replay_workload
+    from profstore.api import Store
+    from profstore.evaluation.replay import replay_workload
 
     with Store.open(db) as store:
         t0 = time.perf_counter()

@@ -22,18 +22,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from profstore import schema as t
+from profstore.api import Store
+from profstore.candidates import MeasuredRow
+from profstore.duplicates import merge_coordinate
+from profstore.geometry import affine_rank
+from profstore.latency import column_rank
+from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
+from profstore.paths.base import Extraction, OperatorPath
+from profstore.paths.registry import ALL_PATHS, path_for
 from scipy.spatial import ConvexHull, QhullError
 from sqlalchemy import select
-
-from store import schema as t
-from store.api import Store
-from store.candidates import MeasuredRow
-from store.duplicates import merge_coordinate
-from store.geometry import affine_rank
-from store.latency import column_rank
-from store.mapping import KernelPolicy, MappingEntry, VersionMapping
-from store.paths.base import Extraction, OperatorPath
-from store.paths.registry import ALL_PATHS, path_for
 
 Coordinate = tuple[float, ...]
 ONLY_COORDINATE = "only_coordinate"

@@ -14,20 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial import Delaunay, QhullError
-from sqlalchemy import select
-
-from store import schema as t
-from store.api import Store
-from store.evaluation.holdout import (
+from profstore import schema as t
+from profstore.api import Store
+from profstore.evaluation.holdout import (
     HoldoutPoint,
     HoldoutReport,
     entry_for,
     run_holdout,
     transformed,
 )
-from store.paths.base import Extraction
-from store.paths.registry import path_named
+from profstore.paths.base import Extraction
+from profstore.paths.registry import path_named
+from scipy.spatial import Delaunay, QhullError
+from sqlalchemy import select
 
 CURVE_SAMPLES = 240
 
@@ -250,7 +249,7 @@ def _wide(values: np.ndarray) -> bool:
 def source_distribution_png(replays: Sequence[Any]) -> bytes:
     """Stacked bars: share of calls by source, one bar per replayed workload."""
     plt = pyplot()
-    from store.evaluation.replay import SOURCES
+    from profstore.evaluation.replay import SOURCES
 
     fig, ax = plt.subplots(figsize=(8, 0.6 + 0.5 * len(replays)))
     colours = {"MEASURED": "tab:green", "INTERPOLATED": "tab:blue", "PARTIAL": "tab:orange",

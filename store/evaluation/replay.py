@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.api import Store
-from store.leaf import LeafContext, LeafOp, TensorSpec, parse_shape_text
-from store.result import QueryResult, Reason
+from profstore.api import Store
+from profstore.leaf import LeafContext, LeafOp, TensorSpec, parse_shape_text
+from profstore.result import QueryResult, Reason
 
 SOURCES = ("MEASURED", "INTERPOLATED", "PARTIAL", "miss")
 ZERO_METHODS = ("zero_cost", "accepted_miss")

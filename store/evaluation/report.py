@@ -17,15 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profstore import schema as t
+from profstore.api import Store
+from profstore.db import redact_url
+from profstore.evaluation.document import Image, Section, Table
+from profstore.evaluation.holdout import HoldoutReport
+from profstore.evaluation.replay import SOURCES, ReplayReport
+from profstore.paths.registry import ALL_PATHS, path_for
 from sqlalchemy import func, select
-
-from store import schema as t
-from store.api import Store
-from store.db import redact_url
-from store.evaluation.document import Image, Section, Table
-from store.evaluation.holdout import HoldoutReport
-from store.evaluation.replay import SOURCES, ReplayReport
-from store.paths.registry import ALL_PATHS, path_for
 
 REPO = Path(__file__).resolve().parents[2]
 NOT_INTERPOLATED = frozenset({"zero_cost", "accepted_miss", "communication", "composite",
@@ -324,7 +323,7 @@ def build_sections(inputs: ReportInputs) -> list[Section]:
 
 
 def _add_images(sections: list[Section], inputs: ReportInputs) -> None:
-    from store.evaluation.plot import holdout_png, source_distribution_png
+    from profstore.evaluation.plot import holdout_png, source_distribution_png
 
     if inputs.replays:
         sections[2].blocks.append(Image("share of calls by source, per workload",

@@ -47,10 +47,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafOp, TensorSpec
-from store.mapping import KernelPolicy
-from store.paths.base import (
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.mapping import KernelPolicy
+from profstore.paths.base import (
     AxisTransform,
     Extraction,
     OperatorPath,
@@ -59,8 +59,8 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.result import Reason
-from store.rows import CsvRow, Slot
+from profstore.result import Reason
+from profstore.rows import CsvRow, Slot
 
 KERNEL = "FusedInferAttentionScore"
 SEQ_DECIMALS = 6

@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import TensorSpec
-from store.result import Reason
-from store.rows import FRACTAL_NZ, CsvRow
-from store.shapes import Shape, restore_fractal_nz
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import TensorSpec
+from profstore.result import Reason
+from profstore.rows import FRACTAL_NZ, CsvRow
+from profstore.shapes import Shape, restore_fractal_nz
 
 if TYPE_CHECKING:
-    from store.leaf import LeafOp
-    from store.mapping import KernelPolicy, MappingEntry
+    from profstore.leaf import LeafOp
+    from profstore.mapping import KernelPolicy, MappingEntry
 
 
 @dataclass(frozen=True)

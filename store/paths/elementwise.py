@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafOp
-from store.paths.base import (
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafOp
+from profstore.paths.base import (
     Extraction,
     OperatorPath,
     Refusal,
@@ -42,9 +42,9 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.result import Reason
-from store.rows import CsvRow
-from store.shapes import Shape, drop_batch_dim, shape_text
+from profstore.result import Reason
+from profstore.rows import CsvRow
+from profstore.shapes import Shape, drop_batch_dim, shape_text
 
 
 class ElementwisePath(OperatorPath):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafOp
-from store.normalizers import normalize_target_inputs
-from store.paths.base import (
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafOp
+from profstore.normalizers import normalize_target_inputs
+from profstore.paths.base import (
     Extraction,
     OperatorPath,
     Refusal,
@@ -27,9 +27,9 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.result import Reason
-from store.rows import CsvRow
-from store.shapes import Shape, drop_batch_dim, numel, restore_fractal_nz
+from profstore.result import Reason
+from profstore.rows import CsvRow
+from profstore.shapes import Shape, drop_batch_dim, numel, restore_fractal_nz
 
 
 class GenericComputePath(OperatorPath):

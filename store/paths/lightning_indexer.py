@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.leaf import LeafOp
-from store.paths.base import (
+from profstore.leaf import LeafOp
+from profstore.paths.base import (
     Extraction,
     OperatorPath,
     Refusal,
@@ -29,7 +29,7 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.paths.request_grouping import (
+from profstore.paths.request_grouping import (
     Grouping,
     arg_request_counts,
     check_runtime_topk,
@@ -45,8 +45,8 @@ from store.paths.request_grouping import (
     target_grouping,
     with_api_path,
 )
-from store.result import Reason
-from store.rows import CsvRow, Slot
+from profstore.result import Reason
+from profstore.rows import CsvRow, Slot
 
 ROW_QUERY, ROW_CACHE = 0, 1
 ROW_REQUEST_SLOTS = (3, 4, 5)

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.leaf import LeafOp, TensorSpec
-from store.mapping import MappingEntry
-from store.normalizers import normalize_target_inputs
-from store.paths.base import (
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.mapping import MappingEntry
+from profstore.normalizers import normalize_target_inputs
+from profstore.paths.base import (
     Extraction,
     Operand,
     OperatorPath,
@@ -40,9 +40,9 @@ from store.paths.base import (
     refuse,
     target_operand,
 )
-from store.result import Reason
-from store.rows import CsvRow, Slot
-from store.shapes import Shape, numel, shape_text
+from profstore.result import Reason
+from profstore.rows import CsvRow, Slot
+from profstore.shapes import Shape, numel, shape_text
 
 MATMUL_AXES = ("M", "K", "N")
 MATMUL_GROUPS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))

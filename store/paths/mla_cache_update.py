@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from store.leaf import LeafOp, TensorSpec
-from store.paths.base import (
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.paths.base import (
     Extraction,
     Operand,
     OperatorPath,
@@ -35,9 +35,9 @@ from store.paths.base import (
     refuse,
     target_operand,
 )
-from store.result import Reason
-from store.rows import CsvRow
-from store.shapes import leading_product, shape_text
+from profstore.result import Reason
+from profstore.rows import CsvRow
+from profstore.shapes import leading_product, shape_text
 
 TC_POSITIONS = (("cache", 1), ("index", 2), ("update", 0))
 """CSV order (cache, index, update) as TensorCast argument positions."""

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafOp, TensorSpec
-from store.paths.base import (
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.paths.base import (
     Extraction,
     Operand,
     OperatorPath,
@@ -34,9 +34,9 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.result import Reason
-from store.rows import FRACTAL_NZ, CsvRow, Slot
-from store.shapes import Shape, leading_product, restore_fractal_nz, shape_text
+from profstore.result import Reason
+from profstore.rows import FRACTAL_NZ, CsvRow, Slot
+from profstore.shapes import Shape, leading_product, restore_fractal_nz, shape_text
 
 KERNEL = "DispatchFFNCombine"
 EP_COLUMN = "EP Size"

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafOp
-from store.paths.base import (
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafOp
+from profstore.paths.base import (
     Extraction,
     OperatorPath,
     Refusal,
@@ -28,7 +28,7 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.paths.matmul import (
+from profstore.paths.matmul import (
     MATMUL_AXES,
     MATMUL_GROUPS,
     MatrixCall,
@@ -37,8 +37,8 @@ from store.paths.matmul import (
     row_call,
     target_call,
 )
-from store.result import Reason
-from store.rows import CsvRow
+from profstore.result import Reason
+from profstore.rows import CsvRow
 
 #: Profiler weight dtype -> quant subtype; other dtypes are their own (lower-case) subtype.
 _SUBTYPE_BY_DTYPE = {

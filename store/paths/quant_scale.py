@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.leaf import LeafOp, TensorSpec
-from store.paths.base import (
+from profstore.leaf import LeafOp, TensorSpec
+from profstore.paths.base import (
     Extraction,
     Operand,
     OperatorPath,
@@ -36,10 +36,10 @@ from store.paths.base import (
     refuse,
     target_operand,
 )
-from store.paths.matmul import operand_format
-from store.result import Reason
-from store.rows import CsvRow
-from store.shapes import Shape, numel
+from profstore.paths.matmul import operand_format
+from profstore.result import Reason
+from profstore.rows import CsvRow
+from profstore.shapes import Shape, numel
 
 BLOCK_KERNELS = frozenset({"DynamicBlockQuant"})
 FLOAT16_AS = "DT_FLOAT16"

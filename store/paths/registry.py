@@ -8,10 +8,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import store.paths as package
-from store.mapping import VersionMapping
-from store.paths.base import OperatorPath
-from store.paths.generic import GenericComputePath
+import profstore.paths as package
+from profstore.mapping import VersionMapping
+from profstore.paths.base import OperatorPath
+from profstore.paths.generic import GenericComputePath
 
 
 def _discover() -> tuple[OperatorPath, ...]:

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.dtypes import to_profiler_dtype
-from store.leaf import LeafContext, LeafOp, TensorSpec
-from store.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse
-from store.result import Reason
-from store.rows import CsvRow, Slot
-from store.shapes import Shape
+from profstore.dtypes import to_profiler_dtype
+from profstore.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse
+from profstore.result import Reason
+from profstore.rows import CsvRow, Slot
+from profstore.shapes import Shape
 
 PHASES = ("prefill", "decode", "mixed")
 COMPLETE = "complete"

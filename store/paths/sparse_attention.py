@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.leaf import LeafOp
-from store.paths.base import (
+from profstore.leaf import LeafOp
+from profstore.paths.base import (
     Extraction,
     OperatorPath,
     Refusal,
@@ -35,7 +35,7 @@ from store.paths.base import (
     TargetContext,
     refuse,
 )
-from store.paths.request_grouping import (
+from profstore.paths.request_grouping import (
     Grouping,
     check_runtime_topk,
     describe_attention,
@@ -50,8 +50,8 @@ from store.paths.request_grouping import (
     target_grouping,
     with_api_path,
 )
-from store.result import Reason
-from store.rows import CsvRow, Slot
+from profstore.result import Reason
+from profstore.rows import CsvRow, Slot
 
 ROW_QUERY, ROW_CACHE, ROW_TOPK = 0, 1, 3
 ROW_REQUEST_SLOTS = (4, 5, 6)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import ingest_path
 
-from ingest.loader import ingest_path
-from store.db import make_engine, upgrade
 from tests.conftest import PERFDB
 from tests.support.perfdb import (
     V18_DIR,

@@ -10,8 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store.cli.main import main
-from store.db import head_revision
+from profstore.cli.main import main
+from profstore.db import head_revision
+
 from tests.cli.conftest import write_fixture
 from tests.conftest import REPO
 from tests.support.perfdb import V18_DIR
@@ -122,7 +123,7 @@ def test_usage_error_exit_code(capsys):
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "store.cli.main", *argv], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "profstore.cli.main", *argv], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

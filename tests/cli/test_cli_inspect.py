@@ -9,10 +9,10 @@ import sqlite3
 from datetime import datetime
 
 import pytest
+from profstore.cli import inspect as inspect_verbs
+from profstore.cli.main import main
+from profstore.cli.sqlguard import ReadOnlyViolation, check_read_only
 
-from store.cli import inspect as inspect_verbs
-from store.cli.main import main
-from store.cli.sqlguard import ReadOnlyViolation, check_read_only
 from tests.cli.conftest import add_text, fixture_kernels
 from tests.support.perfdb import DEVICE, V18_DIR, csv_text
 

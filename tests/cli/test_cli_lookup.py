@@ -10,8 +10,8 @@ import sys
 
 import pytest
 import yaml
+from profstore.cli.main import main
 
-from store.cli.main import main
 from tests.cli.conftest import RMS_OP
 from tests.cli.conftest import V18_CORPUS as V18_FILES
 from tests.support.perfdb import mapping_doc

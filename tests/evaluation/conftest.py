@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 
 import tests.conftest as shared
-from store.api import Store
 from tests.support.perfdb import Row, build_database, build_store, mapping_doc, write_version
 
 if not hasattr(shared, "perfdb_store"):

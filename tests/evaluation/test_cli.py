@@ -6,10 +6,10 @@ import io
 import json
 
 import pytest
+from profstore.cli.evaluate import Progress
+from profstore.cli.main import main
+from profstore.evaluation.bench import MEASUREMENT_KEYS, TARGETS
 
-from store.cli.evaluate import Progress
-from store.cli.main import main
-from store.evaluation.bench import MEASUREMENT_KEYS, TARGETS
 from tests.conftest import requires_perfdb
 from tests.evaluation.test_replay import TRACE
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from profstore import schema as t
+from profstore.evaluation.holdout import error_stats, hull_vertices, nearest, run_holdout
+from profstore.result import Reason
 from sqlalchemy import func, select
-
-from store import schema as t
-from store.evaluation.holdout import error_stats, hull_vertices, nearest, run_holdout
-from store.result import Reason
 
 
 def by_x(report):

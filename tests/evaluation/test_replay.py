@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from profstore.evaluation.replay import SOURCES, apportion, replay_workload
 
-from store.evaluation.replay import SOURCES, apportion, replay_workload
 from tests.conftest import WORKLOADS, requires_perfdb
 
 RMS = "tensor_cast.rms_norm.default"

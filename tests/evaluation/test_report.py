@@ -6,12 +6,12 @@ import base64
 import re
 
 import pytest
+from profstore.db import normalize_url, redact_url
+from profstore.evaluation.document import render_html, render_markdown
+from profstore.evaluation.holdout import run_holdout
+from profstore.evaluation.replay import replay_workload
+from profstore.evaluation.report import ReportInputs, build_sections, unverified_scope
 
-from store.db import normalize_url, redact_url
-from store.evaluation.document import render_html, render_markdown
-from store.evaluation.holdout import run_holdout
-from store.evaluation.replay import replay_workload
-from store.evaluation.report import ReportInputs, build_sections, unverified_scope
 from tests.evaluation.test_replay import TRACE
 
 TITLES = ["Software and data", "Enabled configuration", "Source distribution (workload replay)",

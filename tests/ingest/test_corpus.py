@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from profstore import schema as t
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import ingest_path
 from sqlalchemy import Engine, func, select
 
-from ingest.loader import ingest_path
-from store import schema as t
-from store.db import make_engine, upgrade
 from tests.conftest import PERFDB, requires_perfdb
 from tests.support.perfdb import new_database
 

@@ -6,12 +6,12 @@ import json
 import math
 
 import pytest
+from profstore import schema as t
+from profstore.ingest.csvfile import Accepted, read_kernel_csv
+from profstore.ingest.rows_to_sql import latencies_json
+from profstore.mapping import KernelPolicy
 from sqlalchemy import select
 
-from ingest.csvfile import Accepted, read_kernel_csv
-from ingest.rows_to_sql import latencies_json
-from store import schema as t
-from store.mapping import KernelPolicy
 from tests.support.perfdb import BASE_HEADER, Row, build_store, csv_text, write_version
 
 POLICY = KernelPolicy()

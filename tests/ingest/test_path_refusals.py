@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from profstore import schema as t
+from profstore.db import make_engine
 from sqlalchemy import select
 
-from store import schema as t
-from store.db import make_engine
 from tests.support.perfdb import Row, build_database, write_version
 
 DFC = "DispatchFFNCombine"
-HAS_DFC_PATH = importlib.util.find_spec("store.paths.moe_fused") is not None
+HAS_DFC_PATH = importlib.util.find_spec("profstore.paths.moe_fused") is not None
 
 
 def dfc_row(tokens: int, ep_size: str, latency: float) -> Row:

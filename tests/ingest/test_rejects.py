@@ -8,11 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from profstore import schema as t
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import VersionSummary, ingest_path
 from sqlalchemy import Engine, select
 
-from ingest.loader import VersionSummary, ingest_path
-from store import schema as t
-from store.db import make_engine, upgrade
 from tests.support.perfdb import (
     BASE_HEADER,
     V18_DIR,

@@ -9,11 +9,9 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
-
-from store import schema as t
-from store.db import make_engine
-from store.exact_keys import (
+from profstore import schema as t
+from profstore.db import make_engine
+from profstore.exact_keys import (
     RAW,
     STRIPPED,
     StrippedKeyPlanner,
@@ -22,9 +20,11 @@ from store.exact_keys import (
     signature_key,
     target_keys,
 )
-from store.leaf import LeafOp
-from store.rows import CsvRow, Slot
-from store.shapes import Shape
+from profstore.leaf import LeafOp
+from profstore.rows import CsvRow, Slot
+from profstore.shapes import Shape
+from sqlalchemy import select
+
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 OP = "tensor_cast.rms_norm.default"
@@ -133,7 +133,7 @@ def leaf(shape: list[int]) -> LeafOp:
 
 
 def open_store(tmp_path, rows: list[Row]):  # noqa: ANN201 - a Store
-    from store.api import Store
+    from profstore.api import Store
 
     write_version(tmp_path / "data", {"RmsNorm": rows}, mapping_doc({OP: {"kernel_type":
                                                                            "RmsNorm"}}))

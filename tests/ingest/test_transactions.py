@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from profstore import schema as t
+from profstore.db import make_engine, upgrade
+from profstore.ingest.discover import content_hash, discover
+from profstore.ingest.loader import ingest_path
 from sqlalchemy import Engine, select
 
-from ingest.discover import content_hash, discover
-from ingest.loader import ingest_path
-from store import schema as t
-from store.db import make_engine, upgrade
 from tests.conftest import REPO
 from tests.support.perfdb import Row, mapping_doc, new_database, write_version
 
@@ -139,8 +139,8 @@ def test_a_failure_in_one_version_keeps_the_versions_already_loaded(db):
 
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
-    from ingest.loader import ingest_path
-    from store.db import make_engine
+    from profstore.ingest.loader import ingest_path
+    from profstore.db import make_engine
 
     def die(rows):
         if rows >= 2:

@@ -12,9 +12,9 @@ import statistics
 from collections.abc import Callable
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.conftest import PERFDB
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"

@@ -12,9 +12,9 @@ import math
 from collections import defaultdict
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.conftest import PERFDB, requires_perfdb
 
 pytestmark = requires_perfdb

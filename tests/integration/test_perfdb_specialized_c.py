@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.conftest import PERFDB, requires_perfdb
 
 pytestmark = requires_perfdb

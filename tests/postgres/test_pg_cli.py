@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from profstore.cli import inspect as inspect_verbs
+from profstore.cli.main import main
 from sqlalchemy.engine import make_url
 
-from store.cli import inspect as inspect_verbs
-from store.cli.main import main
 from tests.support.perfdb import (
     Row,
     build_database,

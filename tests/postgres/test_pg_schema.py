@@ -7,13 +7,13 @@ from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from profstore import schema as t
+from profstore.api import Store
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import ingest_path
 from sqlalchemy import Text, create_engine, select
 from sqlalchemy.dialects import postgresql
 
-from ingest.loader import ingest_path
-from store import schema as t
-from store.api import Store
-from store.db import make_engine, upgrade
 from tests.postgres.test_pg_cli import needs_postgresql
 from tests.support.perfdb import Row, mapping_doc, new_database, write_hccl, write_version
 

@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 OP = "tensor_cast.attention.default"

@@ -4,10 +4,10 @@ accounting entries, static composites and the latency-column policies."""
 from __future__ import annotations
 
 import pytest
+from profstore.latency import CORE_ENVELOPE, PROFILING_AVERAGE
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.latency import CORE_ENVELOPE, PROFILING_AVERAGE
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 BF16 = "DT_BF16"

@@ -4,9 +4,9 @@ alpha-beta least-squares line inside the measured byte range; the base owns them
 from __future__ import annotations
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_store, mapping_doc, write_hccl, write_version
 
 ALL_REDUCE = "tensor_cast.all_reduce.default"

@@ -9,11 +9,11 @@ specialised leaf can produce a generic-compute answer (§7.3.4).
 from __future__ import annotations
 
 import pytest
+from profstore.mapping import load_mapping
+from profstore.paths.generic import GenericComputePath
+from profstore.paths.registry import GENERIC, path_for
+from profstore.result import QuerySource
 
-from store.mapping import load_mapping
-from store.paths.generic import GenericComputePath
-from store.paths.registry import GENERIC, path_for
-from store.result import QuerySource
 from tests.conftest import PERFDB, requires_perfdb
 from tests.integration.test_perfdb_specialized_a import add, dfc, mla
 from tests.integration.test_perfdb_specialized_b import li_leaf, sfa_leaf

@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-from ingest.csvfile import LFS_MARKER
+from profstore.ingest.csvfile import LFS_MARKER
 
 FUZZ = settings(
     derandomize=True,

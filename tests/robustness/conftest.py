@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from profstore.db import make_engine, upgrade
+from profstore.ingest.discover import content_hash, discover
+from profstore.ingest.loader import ingest_path
+from profstore.leaf import LeafOp
 
-from ingest.discover import content_hash, discover
-from ingest.loader import ingest_path
-from store.db import make_engine, upgrade
-from store.leaf import LeafOp
 from tests.support.perfdb import Row, mapping_doc, new_database, write_version
 
 RMS_OP = "tensor_cast.rms_norm.default"

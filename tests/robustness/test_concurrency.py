@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
+from profstore.api import Store
 
-from store.api import Store
 from tests.robustness.conftest import (
     FACTOR,
     TARGETS,

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 import pytest
+from profstore import schema as t
+from profstore.api import Store
+from profstore.db import is_sqlite, normalize_url
 from sqlalchemy import func, select
 
-from store import schema as t
-from store.api import Store
-from store.db import is_sqlite, normalize_url
 from tests.conftest import REPO
 from tests.robustness.conftest import (
     GRID,
@@ -41,8 +41,8 @@ SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from sqlalchemy import event
-    from ingest.loader import ingest_path
-    from store.db import make_engine
+    from profstore.ingest.loader import ingest_path
+    from profstore.db import make_engine
 
     url, root, point, rows, marker = sys.argv[1:6]
     engine = make_engine(url)

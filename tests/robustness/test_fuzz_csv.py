@@ -12,18 +12,18 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ingest.csvfile import (
+from profstore.ingest.csvfile import (
     Accepted,
     RejectCode,
     Rejected,
     parse_kernel_line,
     read_kernel_csv,
 )
-from ingest.hccl import CommRow, read_comm_csv
-from ingest.writer import Row, csv_text
-from store.latency import is_valid_latency
-from store.mapping import KernelPolicy
+from profstore.ingest.hccl import CommRow, read_comm_csv
+from profstore.ingest.writer import Row, csv_text
+from profstore.latency import is_valid_latency
+from profstore.mapping import KernelPolicy
+
 from tests.robustness import FUZZ, HUGE_INT, csv_files, expected_data_lines, mutated
 
 pytestmark = pytest.mark.no_database

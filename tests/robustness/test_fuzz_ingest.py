@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profstore import schema as t
+from profstore.api import Store
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import ingest_path
+from profstore.leaf import LeafOp
+from profstore.result import Reason
 from sqlalchemy import Engine, func, select
 
-from ingest.loader import ingest_path
-from store import schema as t
-from store.api import Store
-from store.db import make_engine, upgrade
-from store.leaf import LeafOp
-from store.result import Reason
 from tests.conftest import PERFDB, requires_perfdb
 from tests.robustness import FUZZ, csv_files, expected_data_lines, mutated
 from tests.robustness.test_fuzz_leaf import SEEDS as SEED_LEAVES

@@ -13,8 +13,8 @@ import json
 import pytest
 import yaml
 from hypothesis import given
+from profstore.mapping import MappingError, VersionMapping, load_mapping
 
-from store.mapping import MappingError, VersionMapping, load_mapping
 from tests.robustness import FUZZ, HUGE_INT, mutated, mutated_tree
 
 pytestmark = pytest.mark.no_database

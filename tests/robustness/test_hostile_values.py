@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from profstore import schema as t
+from profstore.db import make_engine, upgrade
+from profstore.ingest.loader import ingest_path
 from sqlalchemy import select
 
-from ingest.loader import ingest_path
-from store import schema as t
-from store.db import make_engine, upgrade
 from tests.conftest import PERFDB, requires_perfdb
 from tests.robustness import HUGE_INT
 from tests.support.perfdb import (

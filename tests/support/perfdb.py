@@ -14,12 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
-
-from ingest.loader import ingest_path
-from ingest.writer import (  # noqa: F401 - re-exported for tests
+from profstore.api import Store
+from profstore.db import make_engine, redact_url, upgrade
+from profstore.ingest.loader import ingest_path
+from profstore.ingest.writer import (  # noqa: F401 - re-exported for tests
     BASE_HEADER,
     DEVICE,
     V18_DIR,
@@ -30,8 +28,9 @@ from ingest.writer import (  # noqa: F401 - re-exported for tests
     write_hccl,
     write_version,
 )
-from store.api import Store
-from store.db import make_engine, redact_url, upgrade
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"

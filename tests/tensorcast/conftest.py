@@ -14,9 +14,9 @@ if not hasattr(shared, "perfdb_store"):
     try:
         from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
     except ImportError:
-        from ingest.loader import ingest_path
-        from store.api import Store
-        from store.db import make_engine, upgrade
+        from profstore.api import Store
+        from profstore.db import make_engine, upgrade
+        from profstore.ingest.loader import ingest_path
 
         @pytest.fixture(scope="session")
         def perfdb_store(tmp_path_factory):

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
+from profstore.api import Store
+from profstore.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.result import QuerySource
+from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
 
-from store.api import Store
-from store.leaf import LeafContext, LeafOp, TensorSpec
-from store.result import QuerySource
-from store.tensorcast import ProfstoreDataSource, TensorCastResult
 from tests.conftest import PERFDB, REPO, requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

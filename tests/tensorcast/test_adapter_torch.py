@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from profstore.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.result import QuerySource
+from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
-from store.leaf import LeafContext, LeafOp, TensorSpec
-from store.result import QuerySource
-from store.tensorcast import ProfstoreDataSource, leaf_from_invocation
 from tests.conftest import requires_perfdb
 from tests.tensorcast.test_adapter import CASES, CONTEXT, EXPECTED, FakeOp, mm
 

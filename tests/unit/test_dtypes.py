@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from store.dtypes import (
+from profstore.dtypes import (
     PROFILER_DTYPES,
     TORCH_DTYPES,
     canonical_torch_dtype,

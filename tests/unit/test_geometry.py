@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 import pytest
-
-from store.geometry import (
+from profstore.geometry import (
     Diagnostic,
     GeometryResult,
     Triangulation,

@@ -8,8 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from store.mapping import (
+from profstore.mapping import (
     KernelPolicy,
     MappingEntry,
     MappingError,

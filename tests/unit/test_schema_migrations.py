@@ -12,12 +12,9 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, insert, inspect, select, text
-from sqlalchemy.exc import OperationalError
-
-from store import schema as t
-from store.api import Store
-from store.db import (
+from profstore import schema as t
+from profstore.api import Store
+from profstore.db import (
     alembic_config,
     current_revision,
     head_revision,
@@ -25,6 +22,9 @@ from store.db import (
     normalize_url,
     upgrade,
 )
+from sqlalchemy import create_engine, insert, inspect, select, text
+from sqlalchemy.exc import OperationalError
+
 from tests.conftest import REPO
 from tests.support.perfdb import new_database
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from store.shapes import (
+from profstore.shapes import (
     ShapeParseError,
     leading_product,
     numel,

@@ -11,12 +11,12 @@ that would show if they leaked.
 from __future__ import annotations
 
 import pytest
+from profstore.api import Store
+from profstore.leaf import LeafOp
+from profstore.mapping import load_mapping
+from profstore.paths.elementwise import ElementwisePath, broadcast_code
+from profstore.result import QuerySource, Reason
 
-from store.api import Store
-from store.leaf import LeafOp
-from store.mapping import load_mapping
-from store.paths.elementwise import ElementwisePath, broadcast_code
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 ADD, MUL, SUB = "aten.add.Tensor", "aten.mul.Tensor", "aten.sub.Tensor"

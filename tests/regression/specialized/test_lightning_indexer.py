@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.result import QuerySource, Reason
 from tests.support.perfdb import V18_DIR, Row, build_store, mapping_doc, write_version
 
 OP = "tensor_cast.quant_lightning_indexer.default"

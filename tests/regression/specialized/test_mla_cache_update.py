@@ -10,11 +10,11 @@ tells the two update shapes apart (median 9 for (8, 128), 12 for (8, 1, 128)).
 from __future__ import annotations
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.normalizers import normalize_target_inputs
+from profstore.paths.mla_cache_update import MlaCacheUpdatePath
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.normalizers import normalize_target_inputs
-from store.paths.mla_cache_update import MlaCacheUpdatePath
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 OP = "tensor_cast.scatter_nd_update_mla.default"

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from profstore.leaf import LeafOp
+from profstore.paths.base import Refusal
+from profstore.paths.moe_fused import MoeFusedPath, row_subtype
+from profstore.result import QuerySource, Reason
 
-from store.leaf import LeafOp
-from store.paths.base import Refusal
-from store.paths.moe_fused import MoeFusedPath, row_subtype
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 KERNEL = "DispatchFFNCombine"

@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from profstore.api import Store
+from profstore.leaf import LeafOp
+from profstore.mapping import load_mapping
+from profstore.result import QuerySource, Reason
 
-from store.api import Store
-from store.leaf import LeafOp
-from store.mapping import load_mapping
-from store.result import QuerySource, Reason
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 SQL = "tensor_cast.static_quant_linear.default"
