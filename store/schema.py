@@ -127,6 +127,7 @@ sample_key = Table(
         "latency_us",
         "sample_id",
     ),
+    Index("ix_sample_key_sample", "sample_id"),
 )
 
 REGIME_COLUMNS: tuple[str, ...] = (
@@ -186,6 +187,7 @@ sample_point = Table(
         "latency_column",
         "latency_us",
     ),
+    Index("ix_sample_point_sample", "sample_id"),
 )
 
 path_refusal = Table(
@@ -198,6 +200,7 @@ path_refusal = Table(
     Column("path", Label(48), nullable=False),
     Column("reason", Text, nullable=False),
     Index("ix_path_refusal_profile_kernel", "profile_id", "kernel_type", "path"),
+    Index("ix_path_refusal_sample", "sample_id"),
 )
 
 rejected_row = Table(

@@ -153,3 +153,50 @@ def test_the_session_backend_schema_equals_the_metadata(tmp_path, repeat):
     engine = create_engine(url)
     assert set(inspect(engine).get_view_names()) == VIEWS
     engine.dispose()
+
+
+CHILD_INDEXES = {"sample_key": "ix_sample_key_sample", "sample_point": "ix_sample_point_sample",
+                 "path_refusal": "ix_path_refusal_sample"}
+
+
+def _table_counts(path: Path) -> dict[str, int]:
+    with sqlite3.connect(path) as conn:
+        return {name: conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+                for name in ("sample", "sample_key", "sample_point", "path_refusal")}
+
+
+def _index_names(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+
+
+@pytest.mark.sqlite_only
+def test_0003_indexes_child_sample_ids_of_a_database_built_by_0002(tmp_path):
+    from profstore.ingest.loader import ingest_path
+    from profstore.ingest.writer import Row, mapping_doc, write_version
+
+    db = tmp_path / "old.db"
+    url = sqlite_url(db)
+    command.upgrade(alembic_config(url), "0002")
+    rows = [Row([[m, 64]], ["DT_BF16"], [[m, 64]], ["DT_BF16"], latency=float(m))
+            for m in (1, 2, 4, 8)]
+    write_version(tmp_path / "perfdb", {"RmsNorm": rows},
+                  mapping_doc({"aten.rms_norm.default": {"kernel_type": "RmsNorm"}}))
+    engine = make_engine(db)
+    ingest_path(engine, tmp_path / "perfdb")
+    engine.dispose()
+    before = _table_counts(db)
+    assert before["sample"] == 4
+    assert not set(CHILD_INDEXES.values()) & _index_names(db)
+
+    command.upgrade(alembic_config(url), "0003")
+    assert set(CHILD_INDEXES.values()) <= _index_names(db)
+    assert _table_counts(db) == before
+    with sqlite3.connect(db) as conn:
+        plan = " ".join(str(r) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM sample_point WHERE sample_id = 1"))
+    assert "ix_sample_point_sample" in plan
+
+    command.downgrade(alembic_config(url), "0002")
+    assert not set(CHILD_INDEXES.values()) & _index_names(db)
+    assert _table_counts(db) == before
