@@ -28,6 +28,10 @@ case "${1:-}" in
     setup
     shift
     "$VENV/bin/python" -m pytest -q "$@"
+    if [ "$#" -eq 0 ]; then
+      echo "== benchmark smoke runs (-m bench) =="
+      "$VENV/bin/python" -m pytest -q -m bench
+    fi
     if [ -n "${PROFSTORE_TEST_PG_URL:-}" ]; then
       echo "== again on PostgreSQL (--backend postgresql) =="
       if [ "$#" -gt 0 ]; then

@@ -9,6 +9,11 @@ a fresh database, dropped when the test or fixture scope that created it ends. M
   the PostgreSQL pass skips it (the SQLite pass runs it).
 - ``no_database``: the test never touches a database (parsers, fuzzing); the PostgreSQL
   pass deselects it rather than run it twice.
+- ``postgresql_only``: the test is about a PostgreSQL server; the SQLite pass deselects it.
+- ``requires_perfdb``: the test reads ``../shared/perfdb``.
+
+Deselection chooses the pass a test belongs to; it is not a skip. The only skip is
+``tests.support.prerequisites.require``, which fails instead when ``CI=true``.
 """
 
 from __future__ import annotations
@@ -21,17 +26,28 @@ import pytest
 from profstore.api import Store
 
 from tests.support import perfdb
+from tests.support.prerequisites import require
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("PROFSTORE_SHARED") or REPO.parent / "shared")
+"""``../shared`` beside the checkout; ``PROFSTORE_SHARED`` points elsewhere."""
 PERFDB = SHARED / "perfdb"
 WORKLOADS = SHARED / "workloads"
 PG_URL_ENV = "PROFSTORE_TEST_PG_URL"
 
-requires_perfdb = pytest.mark.skipif(
-    not (PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir(),
-    reason=f"the profiling corpus is not beside the checkout ({PERFDB})",
-)
+CORPUS_WHAT = f"the profiling corpus beside the checkout ({PERFDB})"
+
+requires_perfdb = pytest.mark.requires_perfdb
+"""Marks a test that reads the real corpus; see ``require_corpus``."""
+
+
+def corpus_present() -> bool:
+    return (PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir()
+
+
+def require_corpus() -> None:
+    """Skip without the corpus on a developer machine; fail with CI=true."""
+    require(corpus_present(), CORPUS_WHAT)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,7 +57,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sqlite_only: a SQLite-file test; skipped on postgresql")
+    config.addinivalue_line("markers", "sqlite_only: a SQLite-file test; deselected on postgresql")
+    config.addinivalue_line("markers", "postgresql_only: a PostgreSQL-server test; deselected on "
+                                       "sqlite")
+    config.addinivalue_line("markers", "bench: a benchmark smoke run; deselected by default, "
+                                       "`./dev.sh test` runs it as its own step (-m bench)")
+    config.addinivalue_line("markers", "requires_perfdb: reads ../shared/perfdb (a skip outside "
+                                       "CI, a failure with CI=true, when it is absent)")
     config.addinivalue_line("markers", "no_database: never opens a database; "
                                        "deselected on postgresql")
     backend = config.getoption("--backend")
@@ -57,17 +79,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not perfdb.on_postgresql():
-        return
-    skip = pytest.mark.skip(reason="SQLite-file test: runs in the SQLite pass")
+    """Each test runs in the pass it belongs to; the others deselect it."""
+    other_pass = (("no_database", "sqlite_only") if perfdb.on_postgresql()
+                  else ("postgresql_only",))
     kept, deselected = [], []
     for item in items:
-        (deselected if item.get_closest_marker("no_database") else kept).append(item)
-        if item.get_closest_marker("sqlite_only"):
-            item.add_marker(skip)
+        elsewhere = any(item.get_closest_marker(name) for name in other_pass)
+        (deselected if elsewhere else kept).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("requires_perfdb"):
+        require_corpus()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -89,8 +115,7 @@ def _drop_test_databases() -> Iterator[None]:
 def perfdb_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Every version of the corpus, ingested once per session (skips when it is absent):
     a SQLite file path or a PostgreSQL URL, as ``Store.open`` and ``--db`` accept."""
-    if not (PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir():
-        pytest.skip(f"the profiling corpus is not beside the checkout ({PERFDB})")
+    require_corpus()
     return perfdb.build_database(tmp_path_factory.mktemp("perfdb"), PERFDB, stem="corpus")
 
 

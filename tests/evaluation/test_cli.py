@@ -8,7 +8,7 @@ import json
 import pytest
 from profstore.cli.evaluate import Progress
 from profstore.cli.main import main
-from profstore.evaluation.bench import MEASUREMENT_KEYS, TARGETS
+from profstore.evaluation.bench import MEASUREMENT_KEYS
 
 from tests.conftest import requires_perfdb
 from tests.evaluation.test_replay import TRACE
@@ -106,6 +106,7 @@ def test_progress_draws_only_on_a_terminal():
 
 @requires_perfdb
 @pytest.mark.sqlite_only
+@pytest.mark.bench
 def test_bench_quick_writes_every_measurement(capsys, tmp_path):
     target = tmp_path / "bench.json"
     code, out, _ = run(capsys, "bench", "--quick", "--json", target)
@@ -114,6 +115,7 @@ def test_bench_quick_writes_every_measurement(capsys, tmp_path):
     assert (data["quick"], data["scale"]) == (True, 2)
     for label in ("base", "scaled"):
         assert [k for k in MEASUREMENT_KEYS if data[label].get(k) is None] == []
-        assert data[label]["methods"] == {k: v[1] for k, v in TARGETS.items()}
+        assert data[label]["methods"] == {"exact": "base_exact", "interp_1d": "linear_1d",
+                                          "interp_2d": "simplex_2d", "interp_3d": "simplex_3d"}
     assert data["scaled"]["ingest_rows"] == 2 * data["base"]["ingest_rows"]
     assert "uncached 3-D (us)" in out

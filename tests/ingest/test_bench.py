@@ -11,6 +11,7 @@ from tests.support.perfdb import Row, write_hccl, write_version
 
 
 @pytest.mark.sqlite_only
+@pytest.mark.bench
 def test_bench_reports_each_version_and_the_database_size(tmp_path, capsys):
     root = tmp_path / "data"
     rows = [Row([[n, 64]], ["FLOAT"], [[n, 64]], ["FLOAT"], float(n)) for n in (1, 2, 4)]
@@ -23,7 +24,6 @@ def test_bench_reports_each_version_and_the_database_size(tmp_path, capsys):
             for v in figures["versions"]] == [("v0.18", 4, 3, 1), ("hccl-v8.5", 1, 1, 0)]
     assert figures["db_bytes"] > 0
     assert figures["wall_s"] >= max(v["wall_s"] for v in figures["versions"])
-    assert figures["within_target"] is (figures["wall_s"] < 10.0)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[1:4]] == ["v0.18", "hccl-v8.5", "total"]
     assert lines[-1].startswith("database: ")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from profstore import schema as t
 from profstore.db import make_engine
@@ -12,7 +10,6 @@ from sqlalchemy import select
 from tests.support.perfdb import Row, build_database, write_version
 
 DFC = "DispatchFFNCombine"
-HAS_DFC_PATH = importlib.util.find_spec("profstore.paths.moe_fused") is not None
 
 
 def dfc_row(tokens: int, ep_size: str, latency: float) -> Row:
@@ -43,8 +40,6 @@ def test_rows_with_a_bad_ep_size_are_still_samples(database):
     assert rejected == []
 
 
-@pytest.mark.skipif(not HAS_DFC_PATH, reason="store/paths/moe_fused.py (the DFC path) is not "
-                                             "written yet: its refusals cannot be checked")
 def test_blank_or_invalid_ep_size_is_a_path_refusal_of_the_dfc_path(database):
     r, s = t.path_refusal.c, t.sample.c
     with database.connect() as conn:

@@ -17,7 +17,6 @@ from tests.support.perfdb import (
     build_database,
     mapping_doc,
     new_database,
-    on_postgresql,
     write_version,
 )
 
@@ -31,8 +30,7 @@ VERBS = (
     ("db", "upgrade"),
     ("explain", "--version", "v0.18", '{"op": "aten.mm.default"}'),
 )
-needs_postgresql = pytest.mark.skipif(
-    not on_postgresql(), reason="PostgreSQL-only: runs in the --backend postgresql pass")
+needs_postgresql = pytest.mark.postgresql_only
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

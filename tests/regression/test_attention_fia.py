@@ -11,13 +11,14 @@ import csv
 import math
 import shutil
 import sqlite3
-from pathlib import Path
 
 import pytest
 from profstore.leaf import LeafOp
 from profstore.result import QuerySource, Reason
 
+from tests.conftest import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.prerequisites import require
 
 OP = "tensor_cast.attention.default"
 KERNEL = "FusedInferAttentionScore"
@@ -303,7 +304,6 @@ def test_legacy_rows_read_heads_and_kv_heads_from_shapes(tmp_path):
 
 # ---- the real corpus (format and quirks; latencies read from the CSVs) ---------------
 
-PERFDB = Path(__file__).resolve().parents[2].parent / "shared" / "perfdb"
 DEVICE_DIR = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend"
 VERSIONS = {"v0.13": "vllm0.13.0_torch2.8.0_cann8.3", "v0.15": V15_DIR,
             "v0.18": "vllm0.18.0_torch2.9.0_cann8.5"}
@@ -311,8 +311,7 @@ VERSIONS = {"v0.13": "vllm0.13.0_torch2.8.0_cann8.3", "v0.15": V15_DIR,
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    if not DEVICE_DIR.is_dir():
-        pytest.skip("shared perfdb not present")
+    require(DEVICE_DIR.is_dir(), f"the profiling corpus beside the checkout ({DEVICE_DIR})")
     root = tmp_path_factory.mktemp("fia_corpus")
     for directory in VERSIONS.values():
         target = root / "data" / "DEVICE" / "vllm_ascend" / directory

@@ -21,8 +21,7 @@ if not hasattr(shared, "perfdb_store"):
         @pytest.fixture(scope="session")
         def perfdb_store(tmp_path_factory):
             """The corpus ingested once per session into a scratch SQLite file."""
-            if not (shared.PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir():
-                pytest.skip(f"the profiling corpus is not beside the checkout ({shared.PERFDB})")
+            shared.require_corpus()
             path = tmp_path_factory.mktemp("tensorcast") / "perfdb.db"
             engine = make_engine(path)
             upgrade(engine)

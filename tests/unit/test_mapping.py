@@ -17,8 +17,10 @@ from profstore.mapping import (
     merge_overlay,
 )
 
-VLLM_ROOT = (Path(__file__).resolve().parents[3] / "shared" / "perfdb"
-             / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend")
+from tests.conftest import PERFDB
+from tests.support.prerequisites import require
+
+VLLM_ROOT = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend"
 VERSION_DIRS = {
     "v0.13": "vllm0.13.0_torch2.8.0_cann8.3",
     "v0.15": "vllm0.15.0_torch2.9.0_cann8.5",
@@ -28,10 +30,9 @@ EXPECTED_COUNTS = {"v0.13": 113, "v0.15": 143, "v0.18": 151}
 
 
 def yaml_path(version: str) -> Path:
-    """A real YAML of the corpus; the test skips when the corpus is not beside the checkout."""
+    """A real YAML of the corpus (a skip outside CI, a failure in CI, when it is absent)."""
     path = VLLM_ROOT / VERSION_DIRS[version] / "op_mapping.yaml"
-    if not path.is_file():
-        pytest.skip(f"the profiling corpus is not beside the checkout ({path})")
+    require(path.is_file(), f"the profiling corpus beside the checkout ({path})")
     return path
 
 
