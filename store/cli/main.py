@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from profstore import __version__
 from profstore.cli.common import CliError
+from profstore.cli.reference import apply_help
 from profstore.db import redact_url
 from profstore.mapping import MappingError
 from sqlalchemy.exc import SQLAlchemyError
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in VERB_MODULES:
         importlib.import_module(name).register(subparsers)
+    apply_help(parser)
     return parser
 
 
