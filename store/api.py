@@ -17,6 +17,7 @@ from profstore.geometry import TriangulationCache
 from profstore.leaf import LeafOp
 from profstore.mapping import VersionMapping, merge_overlay
 from profstore.path_lookup import PathRunner
+from profstore.provenance import row_input_shapes
 from profstore.result import QueryResult, Reason
 from profstore.snapshot import Generation, Generations, SnapshotEngine, fingerprint
 from profstore.wrapper import Dispatcher, LookupOptions, Profile
@@ -144,6 +145,16 @@ class Store:
             if version not in generation.profiles:
                 generation.profiles[version] = self._load_profile(version)
             return generation.profiles[version]
+
+    def row_input_shapes(self, version: str, file_name: str,
+                         line_no: int) -> tuple[tuple[int, ...], ...] | None:
+        """The input shapes of the stored row at ``file_name`` line ``line_no`` of a version
+        (the CSV's own spelling); None for an unknown version or row."""
+        profile = self.profile(version)
+        if profile is None:
+            return None
+        with self._snapshots.connect() as conn:
+            return row_input_shapes(conn, profile.id, file_name, line_no)
 
     def versions(self) -> list[str]:
         with self.engine.connect() as conn:

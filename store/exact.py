@@ -118,15 +118,18 @@ def composite(leaf: LeafOp, entry: MappingEntry, lookup_kernel: Callable[[str], 
     hits: dict[str, float] = {}
     missed: dict[str, str] = {}
     parts: dict[str, Any] = {}
+    rows: dict[str, list[Any]] = {}
     for kernel in entry.sub_kernels:
         result = lookup_kernel(kernel)
         if result.hit:
             hits[kernel] = float(result.latency_us)
             parts[kernel] = result.details.get("method")
+            rows[kernel] = list(result.details.get("matched_rows", []))
         else:
             missed[kernel] = result.reason.value if result.reason else "miss"
     details = {"method": "composite_sum", "sub_kernels": list(entry.sub_kernels),
-               "hit_kernels": hits, "missed_kernels": missed, "part_methods": parts}
+               "hit_kernels": hits, "missed_kernels": missed, "part_methods": parts,
+               "part_rows": rows}
     if not hits:
         return QueryResult.miss(Reason.NO_EXACT_MATCH, **details)
     total = sum(hits.values())

@@ -6,11 +6,33 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+UPSTREAM_SOURCE_MODULE = "tensor_cast.performance_model.profiling_database.data_source"
+"""Where TensorCast defines its own ``QuerySource`` (compared by name, never imported)."""
+
 
 class QuerySource(str, enum.Enum):
+    """Where a latency came from.
+
+    A member also equals the member of the same name of TensorCast's own ``QuerySource``
+    enum, so upstream code written as ``result.source == QuerySource.MEASURED`` (with its
+    enum) works on profstore results. TensorCast is recognised by the enum's module, so
+    profstore imports neither TensorCast nor torch.
+    """
+
     MEASURED = "MEASURED"
     INTERPOLATED = "INTERPOLATED"
     PARTIAL = "PARTIAL"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, enum.Enum) and not isinstance(other, QuerySource):
+            return (type(other).__module__ == UPSTREAM_SOURCE_MODULE
+                    and type(other).__name__ == "QuerySource" and other.name == self.name)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
 
 
 class Reason(str, enum.Enum):

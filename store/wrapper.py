@@ -61,10 +61,12 @@ class Dispatcher:
                   options: LookupOptions) -> QueryResult:
         selector = entry.selector
         if selector == "zero_cost":
-            return QueryResult.measured(0.0, method="zero_cost",
+            return QueryResult.measured(0.0, method="zero_cost", zero_cost=True,
+                                        kernel_type=entry.kernel_type or "",
                                         note="mapping marks this op zero_cost")
         if selector == "accepted_miss":
-            return QueryResult.measured(0.0, method="accepted_miss", note=entry.accepted_miss)
+            return QueryResult.measured(0.0, method="accepted_miss", zero_cost=True,
+                                        kernel_type="accepted_miss", note=entry.accepted_miss)
         if selector == "communication":
             return self.comm.lookup(leaf, entry.kernels, profile.comm_profile_id)
         if selector == "composite":

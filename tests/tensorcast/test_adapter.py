@@ -239,7 +239,8 @@ def test_hit_equals_the_direct_lookup_and_resets_the_miss(source, small_store):
     assert isinstance(result, TensorCastResult)
     assert result.as_dict() == direct.as_dict()
     assert (result.latency_us, result.source) == (14.0, QuerySource.MEASURED)
-    assert result.shape_debug_statistics() == {"shape_match_rule": "base_exact"}
+    assert result.shape_debug_statistics() == {"kernel_shapes": "[[16, 7168], [7168]]",
+                                                "shape_match_rule": "base_exact"}
     assert (source.last_miss_reason, source.last_miss_details) == (None, None)
 
 

@@ -1,0 +1,210 @@
+"""Conversion of a TensorCast op invocation into a ``LeafOp`` (rules in profstore.tensorcast)."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields, replace
+from numbers import Integral, Real
+from typing import Any
+
+from profstore.dtypes import canonical_torch_dtype
+from profstore.leaf import Arg, LeafContext, LeafOp, TensorSpec
+
+#: Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).
+MAX_VALUE_ELEMENTS = 4096
+
+FormatOf = Callable[[Any], "str | None"]
+
+_VALUE_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64"})
+_TORCH_PREFIX = "torch."
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _flatten(data: Any) -> Iterator[Any]:
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            yield from _flatten(item)
+    else:
+        yield data
+
+
+def _on_meta(tensor: Any) -> bool:
+    return getattr(tensor, "is_meta", False) is True or str(getattr(tensor, "device", "")) == "meta"
+
+
+def _read_list(tensor: Any) -> list[Any] | None:
+    """The tensor's data as a flat list, or None when it has none to give."""
+    if _on_meta(tensor) or not callable(getattr(tensor, "tolist", None)):
+        return None
+    try:
+        return list(_flatten(tensor.tolist()))
+    except Exception:  # fake tensors and other data-less tensors refuse in their own ways
+        return None
+
+
+def _values(tensor: Any, shape: tuple[int, ...], dtype: str) -> tuple[int, ...] | None:
+    if dtype not in _VALUE_DTYPES or math.prod(shape) > MAX_VALUE_ELEMENTS:
+        return None
+    data = _read_list(tensor)
+    if data is None or len(data) != math.prod(shape):
+        return None
+    if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in data):
+        return None
+    return tuple(int(v) for v in data)
+
+
+def _format(tensor: Any, format_of: FormatOf | None) -> str:
+    fmt = format_of(tensor) if format_of is not None else None
+    if fmt is None:
+        fmt = getattr(tensor, "format", None)
+    if fmt is None:
+        return "ND"
+    if isinstance(fmt, str):
+        return fmt
+    name = getattr(fmt, "name", None)
+    if isinstance(name, str):
+        return name
+    raise ValueError(f"format: unsupported value {fmt!r}")
+
+
+def _spec(tensor: Any, path: str, format_of: FormatOf | None) -> TensorSpec:
+    """Errors name the field the way ``LeafOp`` does: ``args[2][0].dtype: ...``."""
+    try:
+        shape = tuple(operator.index(dim) for dim in tensor.shape)
+    except TypeError as error:
+        raise ValueError(f"{path}.shape: {error}") from None
+    try:
+        dtype = canonical_torch_dtype(str(tensor.dtype))
+    except ValueError as error:
+        raise ValueError(f"{path}.dtype: {error}") from None
+    try:
+        return TensorSpec(shape, dtype, _format(tensor, format_of), _values(tensor, shape, dtype))
+    except ValueError as error:
+        raise ValueError(f"{path}.{error}") from None
+
+
+def _dtype_name(value: Any, path: str) -> str | None:
+    """The canonical name of a dtype object (``torch.bfloat16``), None for other objects."""
+    text = str(value)
+    is_dtype = type(value).__name__ == "dtype"
+    if not is_dtype and not text.startswith(_TORCH_PREFIX):
+        return None
+    try:
+        return canonical_torch_dtype(text)
+    except ValueError as error:
+        if is_dtype:
+            raise ValueError(f"{path}: {error}") from None
+        return None
+
+
+def _arg(value: Any, path: str, format_of: FormatOf | None) -> Arg:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    if _is_tensor(value):
+        return _spec(value, path, format_of)
+    if isinstance(value, (list, tuple)):
+        return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
+    name = _dtype_name(value, path)
+    return name if name is not None else str(value)
+
+
+def _phase_from_flags(flags: Any) -> str | None:
+    data = _read_list(flags) if _is_tensor(flags) else list(_flatten(flags))
+    if not data:
+        return None
+    decode = [bool(flag) for flag in data]
+    if all(decode):
+        return "decode"
+    return "mixed" if any(decode) else "prefill"
+
+
+def _phase(kwargs: dict[str, Any]) -> str | None:
+    """Pop ``phase`` and ``is_decode_values`` from ``kwargs``; their agreed phase, if any."""
+    stated = kwargs.pop("phase", None)
+    flags = kwargs.pop("is_decode_values", None)
+    derived = None if flags is None else _phase_from_flags(flags)
+    if stated is not None and not isinstance(stated, str):
+        stated = str(getattr(stated, "value", stated))
+    if stated is not None and derived is not None and stated.strip().lower() != derived:
+        raise ValueError(f"kwargs.phase: {stated!r} contradicts is_decode_values ({derived})")
+    return stated if stated is not None else derived
+
+
+def _outputs(out: Any, format_of: FormatOf | None) -> tuple[TensorSpec, ...]:
+    items = [out] if _is_tensor(out) else list(_flatten(out))
+    tensors = [item for item in items if _is_tensor(item)]
+    return tuple(_spec(t, f"outputs[{i}]", format_of) for i, t in enumerate(tensors))
+
+
+#: Keyword arguments some TensorCast ops carry with the real per-request lengths.
+LENGTH_KWARGS = {"seq_lens_values": "kv_lens", "query_lens_values": "query_lens"}
+
+
+def context_fields(value: Mapping[str, Any] | LeafContext | None,
+                   path: str = "context") -> dict[str, Any]:
+    """The fields a context mapping sets, validated as ``LeafContext`` fields (an unknown
+    field or a bad value is a ``ValueError`` naming it)."""
+    if value is None:
+        return {}
+    if isinstance(value, LeafContext):
+        return {f.name: getattr(value, f.name) for f in fields(value)
+                if getattr(value, f.name) is not None}
+    parsed = LeafContext.from_json(value, path)
+    return {name: getattr(parsed, name) for name in value if value[name] is not None}
+
+
+def _lengths_from_kwargs(kwargs: Mapping[str, Any], context: LeafContext) -> dict[str, Any]:
+    """Per-request lengths the invocation states (``seq_lens_values``, ``query_lens_values``)
+    for the context fields it does not set yet; the request count follows from them."""
+    found: dict[str, Any] = {}
+    for kwarg, name in LENGTH_KWARGS.items():
+        value = kwargs.get(kwarg)
+        if getattr(context, name) is None and isinstance(value, (list, tuple)) and value:
+            found[name] = tuple(int(v) for v in value)
+    lengths = [len(v) for v in found.values()]
+    if context.num_requests is None and lengths and len(set(lengths)) == 1:
+        found["num_requests"] = lengths[0]
+    return found
+
+
+def leaf_from_invocation(op_invoke_info: Any, context: LeafContext | None = None,
+                         format_of: FormatOf | None = None) -> LeafOp:
+    """The leaf descriptor of a TensorCast invocation (rules in profstore.tensorcast).
+
+    ``context`` supplies what the op does not carry (EP/TP sizes, phase, lengths); the
+    phase and the per-request lengths the invocation states are added to it (the
+    invocation's phase wins over a configured one). Raises ``ValueError`` naming the
+    offending field.
+    """
+    func = getattr(op_invoke_info, "func", None)
+    if func is None:
+        raise ValueError("func: missing")
+    raw_kwargs = getattr(op_invoke_info, "kwargs", None) or {}
+    if not isinstance(raw_kwargs, Mapping):
+        raise ValueError(f"kwargs: must be a mapping, got {type(raw_kwargs).__name__}")
+    kwargs = dict(raw_kwargs)
+    phase = _phase(kwargs)
+    args = getattr(op_invoke_info, "args", None) or ()
+    context = context or LeafContext()
+    try:
+        context = replace(context, **_lengths_from_kwargs(kwargs, context))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"kwargs (sequence lengths): {error}") from None
+    return LeafOp(
+        op=str(func),
+        args=tuple(_arg(v, f"args[{i}]", format_of) for i, v in enumerate(args)),
+        kwargs={name: _arg(v, f"kwargs.{name}", format_of) for name, v in kwargs.items()},
+        outputs=_outputs(getattr(op_invoke_info, "out", None), format_of),
+        context=context if phase is None else replace(context, phase=phase),
+    )
+
+
