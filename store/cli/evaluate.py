@@ -18,6 +18,7 @@ from profstore.cli.output import Column, is_terminal, print_json, print_table, t
 from profstore.evaluation import bench as benchmod
 from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import HoldoutReport, run_holdout
+from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
@@ -74,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--variants", action="store_true", help="also list every shape variant")
     p.set_defaults(handler=replay)
     p = subparsers.add_parser("holdout", parents=common,
-                              help="leave-one-out error of the interpolating paths")
+                              help="leave-one-out error of the interpolating paths and of "
+                                   "the communication rule (--path communication: only it)")
     _store_options(p)
     p.add_argument("--kernel", metavar="K", help="only this kernel type")
     p.add_argument("--path", metavar="P", help="only this path")
@@ -201,10 +203,22 @@ def holdout(args: argparse.Namespace) -> int:
     print_table(holdout_rows(result.paths), columns, title="per path", empty="no points")
     print_table(holdout_rows(result.groups), columns, title="\nper path and kernel",
                 empty="no points")
+    if result.communication:
+        comm = [Column("collective", "COLLECTIVE"), Column("groups", "GROUPS", True),
+                Column("scored", "SIZES SCORED", True)] + [
+            Column(m, f"{m.upper()} APE median / p90 / max %") for m in COMM_METHODS]
+        print_table([{"collective": c.collective, "groups": c.groups, "scored": c.scored,
+                      **{m: " / ".join(_pct_text(c.ape[m][k]) for k in ("median", "p90", "max"))
+                         for m in COMM_METHODS}} for c in result.communication], comm,
+                    title="\ncommunication (leave-one-out per message size)")
     if result.skipped_paths:
         print(f"\npaths stored but no longer registered (re-ingest): "
               f"{', '.join(result.skipped_paths)}")
     return 0
+
+
+def _pct_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _write_plot(target: str, result: HoldoutReport) -> None:

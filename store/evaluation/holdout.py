@@ -26,6 +26,7 @@ from profstore import schema as t
 from profstore.api import Store
 from profstore.candidates import MeasuredRow
 from profstore.duplicates import merge_coordinate
+from profstore.evaluation.holdout_comm import CommStats, communication_holdout
 from profstore.geometry import affine_rank
 from profstore.latency import column_rank
 from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
@@ -35,6 +36,8 @@ from scipy.spatial import ConvexHull, QhullError
 from sqlalchemy import select
 
 Coordinate = tuple[float, ...]
+COMMUNICATION = "communication"
+"""``--path`` value that selects the communication hold-out alone."""
 ONLY_COORDINATE = "only_coordinate"
 """Reason of a point that is its regime's single coordinate: hiding it empties the regime."""
 
@@ -90,6 +93,9 @@ class HoldoutReport:
     paths: list[GroupStats]
     points: list[HoldoutPoint]
     skipped_paths: list[str]
+    communication: list[CommStats] = field(default_factory=list)
+    """Leave-one-out per message size of the communication rule (store/evaluation/
+    holdout_comm.py); empty when a kernel or path filter excludes communication."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -331,4 +337,9 @@ def run_holdout(store: Store, version: str, *, kernel: str | None = None,
                        [r for r in regimes if r.path == name], name, "*")
              for name in sorted({r.path for r in regimes})]
     filters = {"kernel": kernel, "path": path, "regime_key": regime_key}
-    return HoldoutReport(version, filters, groups, paths, points, skipped)
+    wants_comm = path in (None, COMMUNICATION) and regime_key is None and (
+        kernel is None or kernel.startswith("hcom_"))
+    comm = communication_holdout(store, version, error_stats) if wants_comm else []
+    if kernel is not None:
+        comm = [c for c in comm if c.collective == kernel]
+    return HoldoutReport(version, filters, groups, paths, points, skipped, comm)
