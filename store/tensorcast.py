@@ -39,7 +39,7 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeAlias
 
 from profstore.api import Store
 from profstore.leaf import LeafContext, LeafOp
@@ -68,7 +68,7 @@ __all__ = [
     "leaf_from_invocation",
 ]
 
-ContextArg = Mapping[str, Any] | LeafContext | Callable[[Any], Any] | None
+ContextArg: TypeAlias = "Mapping[str, Any] | LeafContext | Callable[[Any], Any] | None"
 """A fixed context (mapping of ``LeafContext`` fields) or a callable of the invocation."""
 
 
