@@ -65,7 +65,7 @@ def workload_leaves() -> list[dict]:
 
 
 def reader(url: str, mode: str, leaves: list[dict], seconds: float, seed: int,
-           ready, go, out) -> None:  # noqa: ANN001 - multiprocessing primitives
+           ready, go, out) -> None:
     """Open, signal ``ready``, then look up a random stream for ``seconds`` after ``go``;
     report lookups per second of time spent in ``lookup``."""
     stream = [LeafOp.from_json(d) for d in random.Random(seed).choices(leaves, k=20000)]
@@ -114,7 +114,7 @@ def timed_ingest(url: str, root: Path) -> float:
 
 
 def measure(backend: str, url: str, root: Path, counts: list[int], seconds: float,
-            leaves: list[dict], log) -> BackendFigures:  # noqa: ANN001
+            leaves: list[dict], log) -> BackendFigures:
     figures = BackendFigures(backend, timed_ingest(url, root))
     log(f"{backend}: ingest {figures.ingest_s:.1f} s")
     for mode in MODES:

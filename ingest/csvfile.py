@@ -353,11 +353,6 @@ def is_extra_column(column: str) -> bool:
     )
 
 
-def latency_cells(cells: Mapping[str, str]) -> dict[str, float | None]:
-    """Every latency column as a float (None when blank or not a number)."""
-    return {c: to_float(v) for c, v in cells.items() if is_latency_column(c)}
-
-
 def to_float(text: str) -> float | None:
     """A cell as a float; None when blank or not a number (NaN stays NaN for the guard)."""
     try:

@@ -92,7 +92,7 @@ def ingest_version(
     return summary
 
 
-def _resolve_alias(conn: Connection, source: VersionSource):  # noqa: ANN202 - a Row
+def _resolve_alias(conn: Connection, source: VersionSource):
     """The version's alias and its existing profile row, if any.
 
     The short alias (``v0.18``) belongs to the first device ingested with it; the same

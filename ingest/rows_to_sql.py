@@ -129,7 +129,7 @@ class RowWriter:
         for path in paths:
             self._points(sample_id, kernel, path, row, ctx)
 
-    def _points(self, sample_id: int, kernel: str, path, row, ctx: RowContext) -> None:  # noqa: ANN001
+    def _points(self, sample_id: int, kernel: str, path, row, ctx: RowContext) -> None:
         outcome = path.row_regime(row, ctx)
         if isinstance(outcome, Refusal):
             self._add(t.path_refusal, (self.profile_id, sample_id, kernel, path.name,

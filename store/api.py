@@ -175,7 +175,7 @@ class Store:
         return Profile(row.id, row.alias, mapping, comm_id)
 
 
-def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:  # noqa: ANN001
+def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
     """The HCCL profile a version's ``communication_data_ref`` points at (same device)."""
     ref = mapping.header.get("communication_data_ref")
     if not ref:

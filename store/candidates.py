@@ -83,7 +83,7 @@ class LRU:
             self._data.clear()
 
 
-def _point_select():  # noqa: ANN202 - a Select
+def _point_select():
     p = t.sample_point.c
     return (
         select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
@@ -244,6 +244,6 @@ class CandidateQueries:
         return dict(cached)
 
     @staticmethod
-    def _measured(r) -> MeasuredRow:  # noqa: ANN001 - a Row
+    def _measured(r) -> MeasuredRow:
         axes = tuple(float(v) for v in (r[5], r[6], r[7]) if v is not None)
         return MeasuredRow(r[0], r[1], r[2], r[3], r[4], axes, r[8])

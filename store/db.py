@@ -25,6 +25,16 @@ from sqlalchemy.pool import QueuePool
 BULK_LOAD_CACHE_KIB = 65536
 
 
+class DriverNotInstalled(RuntimeError):
+    """The URL names a database driver that is not importable (e.g. psycopg)."""
+
+    def __init__(self, drivername: str, module: str) -> None:
+        hint = (" (install profstore[postgres] and use a postgresql+psycopg:// URL)"
+                if drivername.startswith("postgresql") else "")
+        super().__init__(f"the {drivername} driver is not installed: no module named "
+                         f"{module!r}{hint}")
+
+
 def normalize_url(url_or_path: str | Path) -> str:
     """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file)."""
     text = str(url_or_path)
@@ -37,7 +47,7 @@ def redact_url(url: str) -> str:
     """The URL with any password replaced, safe to print."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - never let a bad URL leak through an error path
+    except Exception:
         return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
@@ -55,7 +65,10 @@ def make_engine(url_or_path: str | Path, *, read_only: bool = False) -> Engine:
     url = normalize_url(url_or_path)
     if is_sqlite(url):
         return _sqlite_engine(url, read_only)
-    engine = create_engine(url, pool_pre_ping=True)
+    try:
+        engine = create_engine(url, pool_pre_ping=True)
+    except ModuleNotFoundError as exc:
+        raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
         _set_postgres_read_only(engine)
     return engine
@@ -73,7 +86,7 @@ def _sqlite_engine(url: str, read_only: bool) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30})
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI types
+    def _on_connect(dbapi_conn, _record) -> None:
         cursor = dbapi_conn.cursor()
         if not read_only:
             cursor.execute("PRAGMA journal_mode=WAL")
@@ -125,7 +138,7 @@ def _sqlite_connect(uri: str) -> sqlite3.Connection:
 
 def _set_postgres_read_only(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI types
+    def _on_connect(dbapi_conn, _record) -> None:
         cursor = dbapi_conn.cursor()
         cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         cursor.close()

@@ -24,7 +24,6 @@ from profstore.result import QueryResult, QuerySource, Reason
 
 BYTE_RATIO_CONFIDENCE = 0.8
 
-CommLookup = Callable[[LeafOp, str], QueryResult]
 
 
 class BaseExact:

@@ -55,10 +55,8 @@ class Reason(str, enum.Enum):
     UPSTREAM_LEAF_SEMANTICS_MISSING = "upstream_leaf_semantics_missing"
     EP_SIZE_NOT_CONFIGURED = "ep_size_not_configured"
     COMPUTE_SUBCATEGORY_UNKNOWN = "compute_subcategory_unknown"
-    COMMUNICATION_OWNED_BY_BASE = "communication_owned_by_base"
     AMBIGUOUS_DUPLICATES = "ambiguous_duplicates"
     INTERPOLATION_DISABLED = "interpolation_disabled"
-    NOT_INTERPOLATED = "not_interpolated"
     PARTIAL_COMPOSITE = "partial_composite"
 
 

@@ -24,8 +24,6 @@ from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for
 from profstore.result import QueryResult, QuerySource, Reason
 
-NO_INTERPOLATION_SELECTORS = {"composite"}
-
 
 @dataclass(frozen=True)
 class Profile:

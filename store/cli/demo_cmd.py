@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _answers(db: Path):  # noqa: ANN202 - a generator of rows
+def _answers(db: Path):
     with Store.open(db) as store:
         for label, descriptor in DEMO_QUERIES:
             result = store.lookup(LeafOp.from_json(descriptor), "v0.18")

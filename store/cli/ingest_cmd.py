@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=ingest)
 
 
-def _writable_engine(url: str):  # noqa: ANN202 - an Engine
+def _writable_engine(url: str):
     path = sqlite_file(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from profstore import __version__
 from profstore.cli.common import CliError
 from profstore.cli.reference import apply_help
-from profstore.db import redact_url
+from profstore.db import DriverNotInstalled, redact_url
 from profstore.mapping import MappingError
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -68,9 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), 1)
     except SQLAlchemyError as exc:
         return _fail(f"database error: {_database_message(exc)}", 1)
-    except ImportError as exc:  # a database driver that is not installed
-        return _fail(f"{exc}; for PostgreSQL install profstore[postgres] and use a "
-                     "postgresql+psycopg:// URL", 1)
+    except DriverNotInstalled as exc:
+        return _fail(str(exc), 1)
     except KeyboardInterrupt:
         return 130
 

@@ -132,7 +132,7 @@ def leaf(shape: list[int]) -> LeafOp:
         "outputs": [{"shape": shape, "dtype": "bfloat16"}]})
 
 
-def open_store(tmp_path, rows: list[Row]):  # noqa: ANN201 - a Store
+def open_store(tmp_path, rows: list[Row]):
     from profstore.api import Store
 
     write_version(tmp_path / "data", {"RmsNorm": rows}, mapping_doc({OP: {"kernel_type":
@@ -185,7 +185,7 @@ def test_only_mixed_classes_store_the_stripped_key_of_a_plain_row(tmp_path):
     ]
 
 
-def _write(tmp_path, rows: list[Row]):  # noqa: ANN202 - a Path
+def _write(tmp_path, rows: list[Row]):
     root = tmp_path / "data"
     write_version(root, {"RmsNorm": rows})
     return root

@@ -90,7 +90,7 @@ def classify(tokens: int, latency: float | None) -> str:
     return "mixed"
 
 
-def ingest(url: str, root: Path, **kwargs) -> list:  # noqa: ANN003 - ingest_path options
+def ingest(url: str, root: Path, **kwargs) -> list:
     engine = make_engine(url)
     try:
         return ingest_path(engine, root, **kwargs)

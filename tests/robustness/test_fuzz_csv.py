@@ -70,7 +70,7 @@ def assert_rejection(outcome: Rejected) -> None:
     assert isinstance(outcome.reason, str) and outcome.reason.strip()
 
 
-def assert_every_line_accounted(raw: bytes, readout) -> None:  # noqa: ANN001 - either readout
+def assert_every_line_accounted(raw: bytes, readout) -> None:
     outcomes = [*readout.accepted, *readout.rejected]
     assert readout.rows_read == len(readout.accepted) + len(readout.rejected)
     assert sorted(map(line_of, outcomes)) == expected_data_lines(raw)

@@ -38,7 +38,7 @@ DFC_OP = "tensor_cast.dispatch_ffn_combine.default"
 BIG_EP = 2**40
 
 
-def ingest_root(tmp_path: Path, root: Path):  # noqa: ANN201 - an Engine
+def ingest_root(tmp_path: Path, root: Path):
     engine = make_engine(new_database(tmp_path))
     upgrade(engine)
     summaries = ingest_path(engine, root)

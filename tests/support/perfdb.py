@@ -67,7 +67,7 @@ def server_problem() -> str | None:
     """Why the admin URL cannot create test databases (None when it can)."""
     try:
         _admin_execute("SELECT 1")
-    except Exception as exc:  # noqa: BLE001 - reported to the person running the tests
+    except Exception as exc:
         first = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
         return f"cannot use {redact_url(BACKEND.admin_url)}: {first}"
     return None
