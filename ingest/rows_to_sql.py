@@ -19,7 +19,7 @@ from profstore.ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from profstore.ingest.hccl import CommReadout
 from profstore.mapping import VersionMapping
 from profstore.paths.base import Extraction, Refusal, RowContext
-from profstore.paths.registry import ingest_paths, tc_input_counts
+from profstore.paths.registry import ingest_paths, selector_of, tc_input_counts
 from profstore.schema import SQL_INT_MAX
 from sqlalchemy import Connection, Table, func, insert, select
 
@@ -154,7 +154,7 @@ class RowWriter:
         entries = self.dicts.setdefault(t.op_mapping.name, [])
         for op, entry in mapping.entries.items():
             entries.append({
-                "profile_id": self.profile_id, "op": op, "selector": entry.selector,
+                "profile_id": self.profile_id, "op": op, "selector": selector_of(entry),
                 "kernel_type": entry.kernel_type,
                 "alternate_kernel_types": json.dumps(list(entry.alternate_kernel_types)),
                 "query_mode": entry.query_mode,

@@ -20,10 +20,6 @@ import yaml
 
 HEADER_KEYS = ("version", "device", "cann_version", "pytorch_version", "op_plugin_version",
                "collection_date", "communication_data_ref", "communication_fallback")
-PHASE2_QUERY_MODES = frozenset({
-    "moe_fused", "elementwise", "attention_lightning_indexer", "attention_sparse_sharedkv",
-    "scatter_nd_update_mla", "attention_special"})
-COMPUTE_SUBCATEGORIES = frozenset({"compute_scale", "quantized_matmul"})
 DOCUMENT_SCHEMA = "profstore.op_mapping/1"
 Validator = Callable[[Any], Any]
 
@@ -148,21 +144,22 @@ class MappingEntry:
     def is_communication(self) -> bool:
         return self.category == "communication"
 
-    @property
-    def selector(self) -> str:
-        """The Phase 2 dispatch selector (RFC §3.1, §5); the first rule that applies wins:
+    def selector_among(self, query_modes: frozenset[str], subcategories: frozenset[str]) -> str:
+        """The Phase 2 dispatch selector (RFC §3.1, §5), given the query modes and compute
+        subcategories some path serves (``profstore.paths.registry.selector_of`` passes
+        them); the first rule that applies wins:
 
-        communication > zero_cost > accepted_miss > composite > a Phase 2 query_mode
-        (``PHASE2_QUERY_MODES``) > compute_subcategory (compute_scale, quantized_matmul;
-        any other non-empty value -> "compute_subcategory_unknown", failing closed) >
-        "generic". A query_mode the RFC does not define does not override it: v0.18
-        static_quant_linear (``query_mode: mtp_projection``, ``compute_subcategory:
-        quantized_matmul``) selects "quantized_matmul"; such a mode alone gives "generic".
+        communication > zero_cost > accepted_miss > composite > a served query_mode >
+        a served compute_subcategory (any other non-empty value ->
+        "compute_subcategory_unknown", failing closed) > "generic". A query_mode no path
+        serves does not override it: v0.18 static_quant_linear (``query_mode:
+        mtp_projection``, ``compute_subcategory: quantized_matmul``) selects
+        "quantized_matmul"; such a mode alone gives "generic".
         """
         rules = ((self.is_communication, "communication"), (self.zero_cost, "zero_cost"),
                  (bool(self.accepted_miss), "accepted_miss"), (self.composite, "composite"),
-                 (self.query_mode in PHASE2_QUERY_MODES, self.query_mode),
-                 (self.compute_subcategory in COMPUTE_SUBCATEGORIES, self.compute_subcategory),
+                 (self.query_mode in query_modes, self.query_mode),
+                 (self.compute_subcategory in subcategories, self.compute_subcategory),
                  (bool(self.compute_subcategory), "compute_subcategory_unknown"))
         return next((str(name) for applies, name in rules if applies), "generic")
 

@@ -21,7 +21,7 @@ from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
 from profstore.path_lookup import Attempt, PathRequest, PathRunner
 from profstore.paths.base import OperatorPath, TargetContext
-from profstore.paths.registry import path_for
+from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult, QuerySource, Reason
 
 
@@ -52,12 +52,12 @@ class Dispatcher:
                                     message=f"{leaf.op} is not in the {profile.alias} mapping")
         result = self._dispatch(leaf, entry, profile, options)
         result.details.setdefault("op", leaf.op)
-        result.details.setdefault("selector", entry.selector)
+        result.details.setdefault("selector", selector_of(entry))
         return result
 
     def _dispatch(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
                   options: LookupOptions) -> QueryResult:
-        selector = entry.selector
+        selector = selector_of(entry)
         if selector == "zero_cost":
             return QueryResult.measured(0.0, method="zero_cost", zero_cost=True,
                                         kernel_type=entry.kernel_type or "",
@@ -113,7 +113,7 @@ class Dispatcher:
 
     def _base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile, options: LookupOptions
               ) -> tuple[QueryResult | None, list[Attempt]]:
-        if entry.selector == "elementwise":
+        if selector_of(entry) == "elementwise":
             return self.base.elementwise(leaf, entry, profile.mapping, profile.id,
                                          options.exclude)
         return self.base.lookup(leaf, entry, profile.mapping, profile.id, options.exclude)

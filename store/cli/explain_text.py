@@ -14,7 +14,7 @@ from typing import Any
 from profstore.cli.output import Column, format_cell, render_table, to_json
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry
-from profstore.paths.registry import path_for
+from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult
 
 INDENT = "  "
@@ -59,7 +59,7 @@ def _mapping(entry: MappingEntry | None) -> list[str]:
     if entry is None:
         return ["no mapping entry for this op"]
     return [
-        f"selector: {entry.selector}",
+        f"selector: {selector_of(entry)}",
         f"kernel_type: {entry.kernel_type or entry.primary_kernel_type or '-'}",
         f"alternates: {', '.join(entry.alternate_kernel_types) or '-'}",
         f"tc_input_count: {format_cell(entry.tc_input_count)}",
@@ -71,7 +71,7 @@ def _mapping(entry: MappingEntry | None) -> list[str]:
 def _ownership(leaf: LeafOp, entry: MappingEntry | None, details: Mapping[str, Any]) -> str:
     owner = details.get("exact_owner")
     if owner is None and entry is not None and entry.kernels:
-        path = path_for(entry.selector, entry.kernels[0])
+        path = path_for(selector_of(entry), entry.kernels[0])
         if path is not None:
             owner = "path" if path.exact_owner_for(leaf) else "base"
     if owner == "path":
@@ -139,7 +139,7 @@ def _target(details: Mapping[str, Any], entry: MappingEntry | None) -> list[str]
 
 
 def _axis_names(entry: MappingEntry | None, count: int) -> list[str]:
-    path = path_for(entry.selector, entry.kernels[0]) if entry and entry.kernels else None
+    path = path_for(selector_of(entry), entry.kernels[0]) if entry and entry.kernels else None
     names = list(path.axis_names) if path is not None else []
     return names[:count] + [f"axis_{i}" for i in range(len(names), count)]
 

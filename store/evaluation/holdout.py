@@ -31,7 +31,7 @@ from profstore.geometry import affine_rank
 from profstore.latency import column_rank
 from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
-from profstore.paths.registry import ALL_PATHS, path_for
+from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from scipy.spatial import ConvexHull, QhullError
 from sqlalchemy import select
 
@@ -208,7 +208,7 @@ class _Shape:
 def entry_for(mapping: VersionMapping, kernel: str, path: str) -> MappingEntry | None:
     """The first mapping entry that routes ``kernel`` to ``path`` (for the details)."""
     for entry in mapping.entries_for_kernel(kernel):
-        chosen = path_for(entry.selector, kernel)
+        chosen = path_for(selector_of(entry), kernel)
         if chosen is not None and chosen.name == path:
             return entry
     return None

@@ -23,7 +23,7 @@ from profstore.db import redact_url
 from profstore.evaluation.document import Image, Section, Table
 from profstore.evaluation.holdout import HoldoutReport
 from profstore.evaluation.replay import SOURCES, ReplayReport
-from profstore.paths.registry import ALL_PATHS, path_for
+from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from sqlalchemy import func, select
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def policies(store: Store, version: str) -> list[dict[str, Any]]:
             .where(c.profile_id == profile.id).order_by(c.kernel_type))]
     for row in rows:
         limit, kernel = row["max_interpolation_dim"], row["kernel_type"]
-        paths = {p.name: p for p in (path_for(e.selector, kernel)
+        paths = {p.name: p for p in (path_for(selector_of(e), kernel)
                                      for e in profile.mapping.entries_for_kernel(kernel)) if p}
         row["ceilings"] = ", ".join(
             f"{name}:{path.ceiling if limit is None else min(path.ceiling, limit)}"
@@ -101,10 +101,10 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
         coverage = _subtype_coverage(conn, profile.id)
     gaps: dict[tuple[str, str, str, str], list[str]] = {}
     for op, entry in sorted(profile.mapping.entries.items()):
-        if entry.selector in NOT_INTERPOLATED:
+        if selector_of(entry) in NOT_INTERPOLATED:
             continue
         for kernel in entry.kernels:
-            path = path_for(entry.selector, kernel)
+            path = path_for(selector_of(entry), kernel)
             if path is None:
                 continue
             if kernel not in csv:
@@ -113,7 +113,7 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
                 status = "CSV, no points on this path"
             else:
                 continue
-            gaps.setdefault((entry.selector, kernel, path.name, status), []).append(op)
+            gaps.setdefault((selector_of(entry), kernel, path.name, status), []).append(op)
     rows = [{"selector": s, "kernel": kern, "path": p, "status": st, "ops": ", ".join(ops),
              "refusals": dict(refusals.get((kern, p), {}))}
             for (s, kern, p, st), ops in sorted(gaps.items())]
@@ -127,7 +127,7 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
 def _routed_ops(mapping: Any, kernel: str, path: str) -> list[str]:
     """The mapping ops that send ``kernel`` to ``path``."""
     return sorted(op for op, entry in mapping.entries.items() if kernel in entry.kernels
-                  and getattr(path_for(entry.selector, kernel), "name", None) == path)
+                  and getattr(path_for(selector_of(entry), kernel), "name", None) == path)
 
 
 def _subtype_coverage(conn: Any, profile_id: int) -> list[dict[str, Any]]:

@@ -103,6 +103,11 @@ class OperatorPath:
 
     name: ClassVar[str]
     selectors: ClassVar[frozenset[str]]
+    """Mapping selectors this path serves; the registry builds the dispatch vocabulary
+    from them, so a path is reachable exactly through what it declares here."""
+    selector_field: ClassVar[str] = "query_mode"
+    """The op_mapping field that names this path's selectors (``query_mode``, or
+    ``compute_subcategory`` for the quantisation paths)."""
     axis_names: ClassVar[tuple[str, ...]]
     axis_groups: ClassVar[tuple[tuple[int, ...], ...]]
     ceiling: ClassVar[int]

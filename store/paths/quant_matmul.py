@@ -73,6 +73,7 @@ def quant_extraction(kernel: str, call: MatrixCall | Refusal, outputs: Sequence[
 class QuantizedMatmulPath(OperatorPath):
     name = "quantized_matmul"
     selectors = frozenset({"quantized_matmul"})
+    selector_field = "compute_subcategory"
     axis_names = MATMUL_AXES
     axis_groups = MATMUL_GROUPS
     ceiling = 3

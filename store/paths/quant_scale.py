@@ -144,6 +144,7 @@ def target_quant_call(leaf: LeafOp, ctx: TargetContext) -> QuantCall | Refusal:
 class ComputeScalePath(OperatorPath):
     name = "compute_scale"
     selectors = frozenset({"compute_scale"})
+    selector_field = "compute_subcategory"
     axis_names = ("M", "K")
     axis_groups = ((0,), (1,), (0, 1))
     ceiling = 2

@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 import profstore.paths as package
-from profstore.mapping import VersionMapping
+from profstore.mapping import MappingEntry, VersionMapping
 from profstore.paths.base import OperatorPath
 from profstore.paths.generic import GenericComputePath
 
@@ -32,6 +32,18 @@ GENERIC = next(p for p in ALL_PATHS if isinstance(p, GenericComputePath))
 
 _BY_NAME = {p.name: p for p in ALL_PATHS}
 _BY_SELECTOR = {s: p for p in ALL_PATHS for s in p.selectors if s != "generic"}
+QUERY_MODES = frozenset(s for p in ALL_PATHS if p.selector_field == "query_mode"
+                        for s in p.selectors if s != "generic")
+SUBCATEGORIES = frozenset(s for p in ALL_PATHS if p.selector_field == "compute_subcategory"
+                          for s in p.selectors)
+DISPATCH_SELECTORS = frozenset({"communication", "zero_cost", "accepted_miss", "composite",
+                                "compute_subcategory_unknown", "generic"})
+"""Selectors the dispatcher answers itself (RFC §3.1); every other selector is a path's."""
+
+
+def selector_of(entry: MappingEntry) -> str:
+    """The entry's dispatch selector, over the vocabulary the registered paths declare."""
+    return entry.selector_among(QUERY_MODES, SUBCATEGORIES)
 
 
 def path_named(name: str) -> OperatorPath:
@@ -56,7 +68,7 @@ def ingest_paths(kernel: str, mapping: VersionMapping) -> list[OperatorPath]:
     chosen: list[OperatorPath] = [phase1_path(kernel)]
     chosen += [p for p in ALL_PATHS if kernel in p.kernels]
     for entry in mapping.entries_for_kernel(kernel):
-        path = path_for(entry.selector, kernel)
+        path = path_for(selector_of(entry), kernel)
         if path is not None:
             chosen.append(path)
     unique: dict[str, OperatorPath] = {}

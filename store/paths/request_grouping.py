@@ -188,8 +188,10 @@ def row_api_paths(row: CsvRow, ctx: RowContext, selectors: Iterable[str]
     """The API paths a row serves. No path stated by the mapping entries of ``selectors``
     → ``[None]`` (no API-path field). Otherwise each stated path the row's own API path
     column agrees with (a CSV without that column agrees with every stated one)."""
+    from profstore.paths.registry import selector_of  # the registry imports this module
+
     stated = sorted({str(e.raw["api_path"]) for e in ctx.entries
-                     if e.selector in selectors and e.raw.get("api_path")})
+                     if selector_of(e) in selectors and e.raw.get("api_path")})
     if not stated:
         return [None]
     own = next((row.extra(c) for c in API_PATH_COLUMNS if row.extra(c)), None)

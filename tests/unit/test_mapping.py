@@ -16,6 +16,7 @@ from profstore.mapping import (
     load_mapping,
     merge_overlay,
 )
+from profstore.paths.registry import selector_of
 
 from tests.conftest import PERFDB
 from tests.support.prerequisites import require
@@ -67,7 +68,7 @@ def test_entry_count_matches_an_independent_count(real, version):
 
 def test_dfc_quant_is_moe_fused_and_keeps_its_raw_entry(real):
     entry = real["v0.18"].entry("tensor_cast.dispatch_ffn_combine_quant.default")
-    assert entry.selector == "moe_fused"
+    assert selector_of(entry) == "moe_fused"
     assert entry.kernels == ("DispatchFFNCombine",)
     assert "embedded_compute" in entry.raw
     assert entry.raw["embedded_compute"][0]["kernel_type"] == "AddRmsNormBias"
@@ -77,7 +78,7 @@ def test_dfc_quant_is_moe_fused_and_keeps_its_raw_entry(real):
 def test_index_tensor_is_an_accepted_miss_in_v018_and_a_kernel_in_v013(real):
     v18 = real["v0.18"].entry("aten.index.Tensor")
     assert v18.accepted_miss and v18.accepted_miss.startswith("Conditional accepted miss")
-    assert v18.selector == "accepted_miss"
+    assert selector_of(v18) == "accepted_miss"
     v13 = real["v0.13"].entry("aten.index.Tensor")
     assert v13.kernel_type == "Index"
     assert v13.accepted_miss is None
@@ -86,14 +87,14 @@ def test_index_tensor_is_an_accepted_miss_in_v018_and_a_kernel_in_v013(real):
 
 def test_concat_and_cache_mla_is_zero_cost_in_v018(real):
     entry = real["v0.18"].entry("tensor_cast.concat_and_cache_mla.default")
-    assert entry.zero_cost and entry.selector == "zero_cost"
+    assert entry.zero_cost and selector_of(entry) == "zero_cost"
     assert entry.kernels == ()
 
 
 @pytest.mark.parametrize("version", sorted(VERSION_DIRS))
 def test_static_quant_linear_is_quantized_matmul(real, version):
     entry = real[version].entry("tensor_cast.static_quant_linear.default")
-    assert entry.selector == "quantized_matmul"
+    assert selector_of(entry) == "quantized_matmul"
     assert entry.tc_input_count == 2
     assert entry.expected_input_formats == ("ND", "FRACTAL_NZ")
 
@@ -102,25 +103,25 @@ def test_mtp_projection_query_mode_does_not_override_compute_subcategory(real):
     entry = real["v0.18"].entry("tensor_cast.static_quant_linear.default")
     assert entry.query_mode == "mtp_projection"
     assert entry.compute_subcategory == "quantized_matmul"
-    assert entry.selector == "quantized_matmul"
+    assert selector_of(entry) == "quantized_matmul"
 
 
 def test_native_layer_norm_in_v018(real):
     entry = real["v0.18"].entry("aten.native_layer_norm.default")
     assert entry.kernels == ("LayerNormV3", "LayerNormV3WithImplMode")
     assert entry.tc_input_count == 3
-    assert entry.selector == "generic"
+    assert selector_of(entry) == "generic"
 
 
 def test_mul_tensor_selector_changes_between_versions(real):
-    assert real["v0.13"].entry("aten.mul.Tensor").selector == "generic"
-    assert real["v0.18"].entry("aten.mul.Tensor").selector == "elementwise"
+    assert selector_of(real["v0.13"].entry("aten.mul.Tensor")) == "generic"
+    assert selector_of(real["v0.18"].entry("aten.mul.Tensor")) == "elementwise"
 
 
 @pytest.mark.parametrize("version", sorted(VERSION_DIRS))
 def test_all_reduce_is_communication(real, version):
     entry = real[version].entry("tensor_cast.all_reduce.default")
-    assert entry.is_communication and entry.selector == "communication"
+    assert entry.is_communication and selector_of(entry) == "communication"
 
 
 def test_phase2_selectors_in_v018(real):
@@ -136,7 +137,7 @@ def test_phase2_selectors_in_v018(real):
         "tensor_cast.dsa_indexer.default": "composite",
         "aten.mm.default": "generic",
     }
-    assert {op: mapping.entry(op).selector for op in expected} == expected
+    assert {op: selector_of(mapping.entry(op)) for op in expected} == expected
 
 
 def test_v018_policies(real):
@@ -273,12 +274,12 @@ def test_bad_field_types_are_ignored(line, field_name, value):
 def test_accepted_miss_true_gets_a_default_note():
     mapping = load_text(MINIMAL + "    accepted_miss: true\n")
     entry = mapping.entry("aten.mm.default")
-    assert entry.accepted_miss == "accepted miss" and entry.selector == "accepted_miss"
+    assert entry.accepted_miss == "accepted miss" and selector_of(entry) == "accepted_miss"
 
 
 def test_unknown_compute_subcategory_fails_closed():
     mapping = load_text(MINIMAL + "    compute_subcategory: sparse_magic\n")
-    assert mapping.entry("aten.mm.default").selector == "compute_subcategory_unknown"
+    assert selector_of(mapping.entry("aten.mm.default")) == "compute_subcategory_unknown"
     assert mapping.problems == ()
 
 
@@ -294,7 +295,7 @@ def test_unknown_compute_subcategory_fails_closed():
     ({}, "generic"),
 ])
 def test_selector_precedence(fields, selector):
-    assert MappingEntry(op="x", kernel_type="K", **fields).selector == selector
+    assert selector_of(MappingEntry(op="x", kernel_type="K", **fields)) == selector
 
 
 def test_kernels_property_has_no_none_and_no_duplicates():
@@ -345,7 +346,7 @@ def test_merge_overlay_replaces_one_entry_and_adds_a_policy_override(real):
               require_semantic_unique: false
         """)
     merged = merge_overlay(base, overlay)
-    assert merged.entry("aten.mul.Tensor").selector == "generic"
+    assert selector_of(merged.entry("aten.mul.Tensor")) == "generic"
     assert merged.entry("aten.mul.Tensor").tc_input_count == 2
     assert merged.entry("tensor_cast.new_leaf.default").kernels == ("NewKernel",)
     assert len(merged.entries) == len(base.entries) + 1
@@ -358,7 +359,7 @@ def test_merge_overlay_replaces_one_entry_and_adds_a_policy_override(real):
     assert all(merged.policy(k) == p for k, p in base.policies.items()
                if k not in {"LightningIndexer", "KvRmsNormRopeCache"})
     assert merged.header == base.header
-    assert base.entry("aten.mul.Tensor").selector == "elementwise"  # base unchanged
+    assert selector_of(base.entry("aten.mul.Tensor")) == "elementwise"  # base unchanged
     again = VersionMapping.from_document(json.loads(json.dumps(merged.to_document())))
     assert again == merged
 
