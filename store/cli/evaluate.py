@@ -10,11 +10,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from profstore.cli.common import CliError, add_version_option, db_options, db_url, json_options
 from profstore.cli.lookup_cmd import open_store
-from profstore.cli.output import Column, is_terminal, print_json, print_table, to_json
+from profstore.cli.output import Column, print_json, print_table, to_json
+from profstore.cli.progress import ProgressBar
 from profstore.evaluation import bench as benchmod
 from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import HoldoutReport, run_holdout
@@ -22,25 +23,6 @@ from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
-
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
-
-    def __init__(self, label: str, stream: TextIO | None = None) -> None:
-        self.label, self.stream = label, stream or sys.stderr
-        self.enabled = is_terminal(self.stream)
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{done}/{total}")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def _positive(value: str) -> int:
@@ -130,7 +112,7 @@ def replay(args: argparse.Namespace) -> int:
                 store, args.workload, args.version,
                 interpolation=not args.disable_profiling_interpolation,
                 num_devices=args.num_devices, ep_size=args.ep_size,
-                progress=Progress("replay"))
+                progress=ProgressBar("replay", "shapes"))
         except ValueError as exc:
             raise CliError(str(exc)) from None
     if args.json:
@@ -189,7 +171,7 @@ def _counts(counts: dict[str, int]) -> str:
 def holdout(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         result = run_holdout(store, args.version, kernel=args.kernel, path=args.path,
-                             progress=Progress("hold-out"))
+                             progress=ProgressBar("hold-out", "points"))
         if args.plot:
             _write_plot(args.plot, result)
     if args.json:
@@ -233,11 +215,11 @@ def report(args: argparse.Namespace) -> int:
         interpolation = not args.disable_profiling_interpolation
         replays = [replay_workload(store, w, args.version, interpolation=interpolation,
                                    num_devices=args.num_devices, ep_size=args.ep_size,
-                                   progress=Progress(f"replay {Path(w).stem}"))
+                                   progress=ProgressBar(f"replay {Path(w).stem}", "shapes"))
                    for w in args.workload]
         held = None if args.no_holdout else run_holdout(
             store, args.version, kernel=args.kernel, path=args.path,
-            progress=Progress("hold-out"))
+            progress=ProgressBar("hold-out", "points"))
         inputs = ReportInputs(store, args.version, replays, held, interpolation,
                               args.mapping_overlay, images=args.format == "html",
                               database=db_url(args))

@@ -6,15 +6,13 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TextIO
 
 from profstore.cli.common import CliError, db_options, db_url, json_options, sqlite_file
-from profstore.cli.output import is_terminal, print_json
+from profstore.cli.output import print_json
+from profstore.cli.progress import ProgressBar
 from profstore.db import current_revision, make_engine, redact_url, upgrade
 from profstore.ingest.discover import discover
 from profstore.ingest.loader import VersionSummary, ingest_path
-
-BAR_WIDTH = 30
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,21 +51,6 @@ def db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-class Progress:
-    """``label [#####.....] done/total files`` redrawn in place on a terminal."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        filled = BAR_WIDTH * done // max(total, 1)
-        bar = "#" * filled + "." * (BAR_WIDTH - filled)
-        self.stream.write(f"\r{label} [{bar}] {done}/{total} files")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def ingest(args: argparse.Namespace) -> int:
     root = Path(args.path).expanduser()
     if not root.exists():
@@ -78,13 +61,15 @@ def ingest(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     url = db_url(args)
     engine = _writable_engine(url)
-    progress = Progress(sys.stderr) if is_terminal(sys.stderr) else None
+    bar = ProgressBar(unit="files", stream=sys.stderr)
     try:
         upgrade(engine)
-        summaries = ingest_path(engine, root, progress=progress)
+        summaries = ingest_path(engine, root,
+                                progress=lambda label, done, total: bar(done, total, label))
     except ValueError as exc:
         raise CliError(f"ingest refused: {exc}") from None
     finally:
+        bar.close()
         engine.dispose()
     if args.json:
         print_json([_summary(s) for s in summaries])

@@ -6,8 +6,8 @@ import io
 import json
 
 import pytest
-from profstore.cli.evaluate import Progress
 from profstore.cli.main import main
+from profstore.cli.progress import ProgressBar
 from profstore.evaluation.bench import MEASUREMENT_KEYS
 
 from tests.conftest import requires_perfdb
@@ -97,10 +97,15 @@ def test_progress_draws_only_on_a_terminal():
 
     shown, hidden = Tty(), io.StringIO()
     for stream in (shown, hidden):
-        bar = Progress("replay", stream)
+        bar = ProgressBar("replay", "shapes", stream)
         bar(1, 2)
         bar(2, 2)
-    assert shown.getvalue().endswith("\rreplay [" + "#" * 30 + "] 2/2\n")
+        bar(1, 3, "hold-out")
+        bar(3, 3, "hold-out")
+    drawn = shown.getvalue()
+    assert "replay: 100%" in drawn and "2/2 [" in drawn
+    assert "hold-out: 100%" in drawn and "3/3 [" in drawn
+    assert drawn.count("\n") == 2
     assert hidden.getvalue() == ""
 
 
