@@ -11,7 +11,7 @@ from typing import NamedTuple
 from profstore import schema as t
 from profstore.candidates import LRU, CandidateQueries
 from profstore.communication import CommunicationLookup
-from profstore.db import make_engine, normalize_url, redact_url, upgrade
+from profstore.db import make_engine, normalize_url, redact_url, sqlite_file, upgrade
 from profstore.exact import BaseExact
 from profstore.geometry import TriangulationCache
 from profstore.leaf import LeafOp
@@ -20,8 +20,9 @@ from profstore.path_lookup import PathRunner
 from profstore.provenance import row_input_shapes
 from profstore.result import QueryResult, Reason
 from profstore.snapshot import Generation, Generations, SnapshotEngine, fingerprint
+from profstore.versions import find_profile
 from profstore.wrapper import Dispatcher, LookupOptions, Profile
-from sqlalchemy import Engine, or_, select
+from sqlalchemy import Engine, select
 
 REFRESH_SECONDS = 1.0
 """How stale a cached answer may be after a re-ingest (one small query per interval)."""
@@ -76,8 +77,9 @@ class Store:
         every ``refresh_seconds`` (None: never; see store/snapshot.py).
         """
         url = normalize_url(url_or_path)
-        if url.startswith("sqlite") and not read_only:
-            Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_file(url)
+        if path is not None and not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = make_engine(url, read_only=read_only)
         if not read_only:
             upgrade(engine)
@@ -162,10 +164,8 @@ class Store:
                         .scalars())
 
     def _load_profile(self, version: str) -> Profile | None:
-        p = t.profile_set.c
         with self._snapshots.connect() as conn:
-            row = conn.execute(select(t.profile_set).where(
-                or_(p.alias == version, p.directory == version)).order_by(p.id)).first()
+            row = find_profile(conn, version)
             if row is None:
                 return None
             mapping = VersionMapping.from_document(json.loads(row.mapping_document or "{}"))
@@ -188,7 +188,6 @@ def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
 
 
 def _require_file(url: str) -> None:
-    if url.startswith("sqlite:///"):
-        path = Path(url.split("///", 1)[1])
-        if not path.exists():
-            raise FileNotFoundError(f"no database at {path}; run profstore ingest first")
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise FileNotFoundError(f"no database at {path}; run profstore ingest first")

@@ -43,6 +43,14 @@ def normalize_url(url_or_path: str | Path) -> str:
     return f"sqlite:///{Path(text).expanduser().resolve()}"
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file behind a SQLite URL; None for other dialects and in-memory databases."""
+    if not is_sqlite(url):
+        return None
+    name = make_url(url).database or ""
+    return Path(name) if name and name != ":memory:" else None
+
+
 def redact_url(url: str) -> str:
     """The URL with any password replaced, safe to print."""
     try:

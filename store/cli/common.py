@@ -7,18 +7,17 @@ import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from profstore import schema as t
 from profstore.db import (
     current_revision,
     head_revision,
-    is_sqlite,
     make_engine,
     normalize_url,
     redact_url,
+    sqlite_file,
 )
-from sqlalchemy import Connection, Engine, or_, select
+from profstore.versions import find_profile, known_aliases
+from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import Row
 
 DB_ENV = "PROFSTORE_DB"
@@ -51,14 +50,6 @@ def json_options() -> argparse.ArgumentParser:
 def db_url(args: argparse.Namespace) -> str:
     """The full URL (never print it: use ``redact_url``)."""
     return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
-
-
-def sqlite_file(url: str) -> Path | None:
-    """The file behind a SQLite URL; None for other dialects and in-memory databases."""
-    if not is_sqlite(url) or "///" not in url:
-        return None
-    name = url.split("///", 1)[1].split("?", 1)[0]
-    return Path(name) if name and name != ":memory:" else None
 
 
 def check_database(url: str) -> None:
@@ -95,11 +86,9 @@ def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
 
 def profile_row(conn: Connection, version: str) -> Row:
     """The ``profile_set`` row of a version named by alias or directory."""
-    p = t.profile_set.c
-    row = conn.execute(select(t.profile_set).where(
-        or_(p.alias == version, p.directory == version)).order_by(p.id)).first()
+    row = find_profile(conn, version)
     if row is None:
-        known = list(conn.execute(select(p.alias).order_by(p.id)).scalars())
+        known = known_aliases(conn)
         listing = ", ".join(known) if known else "none; run `profstore ingest` first"
         raise CliError(f"unknown version {version!r} (ingested: {listing})")
     return row

@@ -7,10 +7,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from profstore.cli.common import CliError, db_options, db_url, json_options, sqlite_file
+from profstore.cli.common import CliError, db_options, db_url, json_options
 from profstore.cli.output import print_json
 from profstore.cli.progress import ProgressBar
-from profstore.db import current_revision, make_engine, redact_url, upgrade
+from profstore.db import current_revision, make_engine, redact_url, sqlite_file, upgrade
 from profstore.ingest.discover import discover
 from profstore.ingest.loader import VersionSummary, ingest_path
 

@@ -200,3 +200,17 @@ def test_0003_indexes_child_sample_ids_of_a_database_built_by_0002(tmp_path):
     command.downgrade(alembic_config(url), "0002")
     assert not set(CHILD_INDEXES.values()) & _index_names(db)
     assert _table_counts(db) == before
+
+
+@pytest.mark.no_database
+@pytest.mark.parametrize("url, expected", [
+    ("sqlite:////data/perf.db", Path("/data/perf.db")),
+    ("sqlite:///rel/perf.db?mode=ro", Path("rel/perf.db")),
+    ("sqlite://", None),
+    ("sqlite:///:memory:", None),
+    ("postgresql+psycopg://u@h/db", None),
+])
+def test_sqlite_file_is_the_file_behind_a_sqlite_url(url, expected):
+    from profstore.db import sqlite_file
+
+    assert sqlite_file(url) == expected
