@@ -22,7 +22,7 @@ from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
-from profstore.result import QueryResult, Reason
+from profstore.result import QueryResult, Reason, most_specific
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
 DIAGNOSTIC_REASON = {
@@ -334,39 +334,23 @@ def _merge_points(
     return array, np.array(values, dtype=float), merged, ambiguous
 
 
-_BOUNDS_AND_GUARD = (
-    Reason.LATENCY_INVALID,
-    Reason.OUTSIDE_CONVEX_HULL,
-    Reason.OUTSIDE_RANGE,
-)
-_CANDIDATE_SHORTAGE = (
-    Reason.DEGENERATE_CANDIDATES,
-    Reason.INSUFFICIENT_CANDIDATES,
-)
-
-
 def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:
-    """The most telling reason among the group attempts.
-
-    A corrupt latency or a target beyond the measured hull/range says the most (the
-    highest dimension attempted has the last word: a 2-D ``outside_convex_hull`` means
-    even the widest allowed group could not enclose the target).
-    Otherwise, when a group above max_interpolation_dim was blocked, the answer needed a
-    dimension the policy forbids; else the candidates were too few or degenerate."""
-    attempted = {}
+    """The most telling reason among the group attempts, by ``result.SPECIFICITY``: a
+    corrupt latency or a target beyond the measured hull/range, then a group blocked by
+    max_interpolation_dim, then too few or degenerate candidates (the first group with a
+    reason gives its message: the highest dimension attempted has the last word)."""
+    attempted: dict[Reason, str] = {}
     for t in tried:
-        if t["outcome"] != "dimension_blocked":
-            attempted.setdefault(t["outcome"], t.get("message", ""))
-    for reason in _BOUNDS_AND_GUARD:
-        if reason.value in attempted:
-            return reason, attempted[reason.value]
-    blocked = [t for t in tried if t["outcome"] == "dimension_blocked"]
-    if blocked:
-        lower = "; ".join(f"{k}: {v}" for k, v in attempted.items())
-        return Reason.DIMENSION_BLOCKED, (
+        if t["outcome"] != Reason.DIMENSION_BLOCKED.value:
+            attempted.setdefault(DIAGNOSTIC_REASON[Diagnostic(t["outcome"])],
+                                 t.get("message", ""))
+    blocked = [t for t in tried if t["outcome"] == Reason.DIMENSION_BLOCKED.value]
+    chosen = most_specific([*attempted, *([Reason.DIMENSION_BLOCKED] if blocked else [])])
+    if chosen is None:
+        return Reason.INSUFFICIENT_CANDIDATES, "no axis group had enough candidates"
+    if chosen is Reason.DIMENSION_BLOCKED:
+        lower = "; ".join(f"{k.value}: {v}" for k, v in attempted.items())
+        return chosen, (
             f"axis groups above max_interpolation_dim {blocked[0]['ceiling']} are blocked"
             + (f" and lower ones missed ({lower})" if lower else ""))
-    for reason in _CANDIDATE_SHORTAGE:
-        if reason.value in attempted:
-            return reason, attempted[reason.value]
-    return Reason.INSUFFICIENT_CANDIDATES, "no axis group had enough candidates"
+    return chosen, attempted[chosen]

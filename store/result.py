@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,38 @@ class Reason(str, enum.Enum):
     AMBIGUOUS_DUPLICATES = "ambiguous_duplicates"
     INTERPOLATION_DISABLED = "interpolation_disabled"
     PARTIAL_COMPOSITE = "partial_composite"
+
+
+SPECIFICITY: tuple[Reason, ...] = (
+    Reason.EP_SIZE_NOT_CONFIGURED,
+    Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
+    Reason.REQUIRED_FIELD_MISSING,
+    Reason.TARGET_UNAVAILABLE,
+    Reason.AMBIGUOUS_DUPLICATES,
+    Reason.LATENCY_INVALID,
+    Reason.OUTSIDE_CONVEX_HULL,
+    Reason.OUTSIDE_RANGE,
+    Reason.DIMENSION_BLOCKED,
+    Reason.DEGENERATE_CANDIDATES,
+    Reason.INSUFFICIENT_CANDIDATES,
+    Reason.REGIME_MISMATCH,
+    Reason.NO_EXACT_MATCH,
+    Reason.INTERPOLATION_DISABLED,
+    Reason.CSV_NOT_FOUND,
+)
+"""The one ranking of miss reasons, most telling first: what the caller must supply, then
+a corrupt latency or a target beyond the measured hull/range, then a dimension the policy
+blocks, then too few candidates, then no regime or file at all. It chooses between the
+axis groups of one path and between the kernels (primary, alternates) of one op."""
+
+
+def most_specific(reasons: Iterable[Reason]) -> Reason | None:
+    """The most telling of ``reasons`` by ``SPECIFICITY`` (None when there are none)."""
+    ranked = list(reasons)
+    if not ranked:
+        return None
+    return min(ranked, key=lambda r: SPECIFICITY.index(r) if r in SPECIFICITY
+               else len(SPECIFICITY))
 
 
 @dataclass(frozen=True)

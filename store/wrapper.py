@@ -22,7 +22,7 @@ from profstore.mapping import MappingEntry, VersionMapping
 from profstore.path_lookup import Attempt, PathRequest, PathRunner
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
-from profstore.result import QueryResult, QuerySource, Reason
+from profstore.result import QueryResult, QuerySource, Reason, most_specific
 
 
 @dataclass(frozen=True)
@@ -170,28 +170,7 @@ def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: Leaf
     return QueryResult.miss(chosen, **details)
 
 
-_ORDER = (
-    Reason.EP_SIZE_NOT_CONFIGURED,
-    Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
-    Reason.REQUIRED_FIELD_MISSING,
-    Reason.TARGET_UNAVAILABLE,
-    Reason.AMBIGUOUS_DUPLICATES,
-    Reason.LATENCY_INVALID,
-    Reason.DIMENSION_BLOCKED,
-    Reason.OUTSIDE_CONVEX_HULL,
-    Reason.OUTSIDE_RANGE,
-    Reason.DEGENERATE_CANDIDATES,
-    Reason.INSUFFICIENT_CANDIDATES,
-    Reason.REGIME_MISMATCH,
-    Reason.NO_EXACT_MATCH,
-    Reason.INTERPOLATION_DISABLED,
-    Reason.CSV_NOT_FOUND,
-)
-
-
 def _primary_reason(attempts: list[Attempt]) -> Reason:
     """The primary kernel's reason unless an alternate got further (a more specific one)."""
-    reasons = [a.reason for a in attempts if a.reason is not None]
-    if not reasons:
-        return Reason.NO_EXACT_MATCH
-    return min(reasons, key=lambda r: _ORDER.index(r) if r in _ORDER else len(_ORDER))
+    chosen = most_specific(a.reason for a in attempts if a.reason is not None)
+    return chosen or Reason.NO_EXACT_MATCH

@@ -393,3 +393,14 @@ def test_version_mapping_is_read_only(real):
         mapping.entries["x"] = MappingEntry(op="x")  # type: ignore[index]
     with pytest.raises(AttributeError):
         mapping.problems = ()  # type: ignore[misc]
+
+
+def test_one_reason_ranking_serves_groups_and_kernels():
+    from profstore.result import Reason, most_specific
+
+    found = [Reason.INSUFFICIENT_CANDIDATES, Reason.DIMENSION_BLOCKED, Reason.OUTSIDE_RANGE]
+    assert most_specific(found) is Reason.OUTSIDE_RANGE
+    assert most_specific([Reason.CSV_NOT_FOUND, Reason.REGIME_MISMATCH]) is Reason.REGIME_MISMATCH
+    assert most_specific([Reason.REGIME_MISMATCH, Reason.DIMENSION_BLOCKED]) is (
+        Reason.DIMENSION_BLOCKED)
+    assert most_specific([]) is None
