@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from profstore.attempt import Attempt
 from profstore.candidates import CandidateQueries, MeasuredRow
 from profstore.dtypes import element_size, to_profiler_dtype
 from profstore.duplicates import merge_coordinate
@@ -17,7 +18,6 @@ from profstore.exact_keys import target_keys
 from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
-from profstore.path_lookup import Attempt
 from profstore.paths.base import TargetContext
 from profstore.paths.generic import target_signature
 from profstore.result import QueryResult, QuerySource, Reason

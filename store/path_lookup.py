@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from profstore.attempt import Attempt
 from profstore.candidates import LRU, CandidateQueries, MeasuredRow, RegimeSlice
 from profstore.duplicates import merge_coordinate
 from profstore.geometry import (
@@ -44,22 +45,6 @@ class PathRequest:
     profile_id: int
     interpolate: bool = True
     exclude: frozenset[int] = frozenset()
-
-
-@dataclass
-class Attempt:
-    """The outcome of one kernel on one path: a result, or why not."""
-
-    kernel: str
-    result: QueryResult | None = None
-    reason: Reason | None = None
-    message: str = ""
-    target: Extraction | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "reason": self.reason.value if self.reason else None,
-                "message": self.message, **self.notes}
 
 
 @dataclass(frozen=True)

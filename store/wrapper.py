@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from profstore.attempt import Attempt
 from profstore.communication import CommunicationLookup
 from profstore.exact import BaseExact, composite, sub_entry
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
-from profstore.path_lookup import Attempt, PathRequest, PathRunner
+from profstore.path_lookup import PathRequest, PathRunner
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult, QuerySource, Reason, most_specific
