@@ -55,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _store_options(p)
     _replay_options(p)
     p.add_argument("--variants", action="store_true", help="also list every shape variant")
+    p.add_argument("--interval", action="store_true",
+                   help="the total's p10-p90 interval from hold-out errors (profstore.cli.insight)")
+    p.add_argument("--draws", type=_positive, default=4000, metavar="N",
+                   help="Monte Carlo draws of --interval")
+    p.add_argument("--no-error-cache", action="store_true",
+                   help="recompute the hold-out errors of --interval instead of caching them")
     p.set_defaults(handler=replay)
     p = subparsers.add_parser("holdout", parents=common,
                               help="leave-one-out error of the interpolating paths and of "
@@ -115,13 +121,24 @@ def replay(args: argparse.Namespace) -> int:
                 progress=ProgressBar("replay", "shapes"))
         except ValueError as exc:
             raise CliError(str(exc)) from None
+        found = None
+        if args.interval:
+            from profstore.cli.insight import replay_interval
+
+            found = replay_interval(store, args)
     if args.json:
         data = result.to_dict()
         if not args.variants:
             data.pop("variants")
+        if found is not None:
+            data["interval"] = found.to_dict()
         print_json(data)
         return 0
     print_replay(result, args.variants)
+    if found is not None:
+        from profstore.cli.insight import print_interval
+
+        print_interval(found)
     return 0
 
 

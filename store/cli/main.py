@@ -26,6 +26,7 @@ VERB_MODULES: tuple[str, ...] = (
     "profstore.cli.inspect",
     "profstore.cli.lookup_cmd",
     "profstore.cli.evaluate",
+    "profstore.cli.insight",
     "profstore.cli.demo_cmd",
 )
 """Registered in this order, which is the order of ``profstore --help``."""

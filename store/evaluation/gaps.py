@@ -196,14 +196,15 @@ def find_gaps(store: Store, run: WorkloadRun) -> tuple[list[Gap], list[Target | 
             continue
         target = target_of(answer, profile)
         estimate, latency = _estimate(answer, target, data, run.workload)
-        ok = isinstance(target, Target)
-        gaps.append(Gap(
-            answer.variant.op, answer.variant.index, answer.variant.calls, source,
-            answer.outcome.reason, target.kernel if ok else answer.outcome.kernel,
-            target.path.name if ok else answer.outcome.path,
-            target.extraction.regime_key if ok else None,
-            list(target.extraction.axes) if ok else [], estimate, latency,
-            latency * answer.variant.calls, None if ok else target))
+        v, o = answer.variant, answer.outcome
+        if isinstance(target, Target):
+            gap = Gap(v.op, v.index, v.calls, source, o.reason, target.kernel,
+                      target.path.name, target.extraction.regime_key,
+                      list(target.extraction.axes), estimate, latency, latency * v.calls)
+        else:
+            gap = Gap(v.op, v.index, v.calls, source, o.reason, o.kernel, o.path, None, [],
+                      estimate, latency, latency * v.calls, target)
+        gaps.append(gap)
         targets.append(target)
     return gaps, targets, data
 
@@ -260,6 +261,14 @@ def _options(gaps: list[Gap], targets: list[Target | str], store: Store, version
     return options, table
 
 
+def _value(option: _Option, have: set, pending: Sequence[_Option]
+           ) -> tuple[bool, float, int]:
+    """Misses first; then the gap time the option's points would cover, per new point."""
+    new = len(option.points - have)
+    gain = sum(p.time_us for p in pending if p.points <= have | option.points)
+    return (option.miss, gain / max(new, 1), -new)
+
+
 def choose(options: Sequence[_Option], budget: int | None) -> tuple[list[tuple], list[int]]:
     """Greedy: misses first, then the most gap time per point not yet chosen; an option
     whose new points exceed what is left of the budget is skipped. Returns the chosen
@@ -269,11 +278,7 @@ def choose(options: Sequence[_Option], budget: int | None) -> tuple[list[tuple],
     pending = list(options)
     while pending:
         have = set(chosen)
-        def value(o: _Option) -> tuple[bool, float, float]:
-            new = len(o.points - have)
-            gain = sum(p.time_us for p in pending if p.points <= have | o.points)
-            return (o.miss, gain / max(new, 1), -new)
-        best = max(pending, key=value)
+        best = max(pending, key=lambda o: _value(o, have, pending))
         pending.remove(best)
         new = sorted(best.points - have)
         if budget is not None and len(chosen) + len(new) > budget:

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from profstore import schema as t
 from profstore.api import Store
@@ -24,7 +25,7 @@ from profstore.ingest.csvfile import read_kernel_csv
 from profstore.ingest.discover import file_hash
 from profstore.ingest.rows_to_sql import RowWriter
 from profstore.ingest.writer import Row, csv_text
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, Table, insert, select
 
 COPY_ORDER = (t.kernel_file, t.sample, t.sample_key, t.sample_point, t.path_refusal,
               t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
@@ -39,7 +40,7 @@ def copy_profiles(source: Engine, target: Engine, profile_ids: Sequence[int]) ->
             _copy(read, write, table, table.c.profile_id.in_(profile_ids))
 
 
-def _copy(read: Connection, write: Connection, table: t.Table, where: object) -> None:
+def _copy(read: Connection, write: Connection, table: Table, where: Any) -> None:
     result = read.execution_options(yield_per=CHUNK).execute(
         select(table).where(where).order_by(table.c.id))
     for chunk in result.partitions(CHUNK):
@@ -73,7 +74,7 @@ def _sqlite_backup(source: Engine, path: Path) -> bool:
     with source.connect() as conn:
         target = sqlite3.connect(path)
         try:
-            conn.connection.dbapi_connection.backup(target)
+            conn.connection.dbapi_connection.backup(target)  # type: ignore[union-attr]
         finally:
             target.close()
     return True

@@ -12,7 +12,8 @@ The truth of one answer is ``answer / (1 + r)`` for an interpolation error ``r``
 ``row latency`` for a duplicate. Two bounds: **independent** (every variant draws its own
 error; all calls of one variant share it — they are the same shape) and **fully
 correlated** (one uniform quantile per draw for every variant: each answer errs the same
-way at the same rank of its own distribution: the k-th lowest truth of each). Both report p10 / p50 / p90 of the total.
+way at the same rank of its own distribution: the k-th lowest truth of each). Both
+report p10 / p50 / p90 of the total.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def op_errors(answers: Iterable[Answer], model: ErrorModel) -> list[OpError]:
         if r is None or r.latency_us is None or not a.variant.calls:
             continue
         source = r.source.value if r.source is not None else "miss"
-        kind, level, values = "none", "", []
+        kind, level, values = "none", "", list[float]()
         if source == "INTERPOLATED" and r.details.get("path"):
             level, values = model.pool(r.details["path"], r.details.get("kernel_type", ""),
                                        regime_key(r.details.get("target_regime") or {}),

@@ -145,8 +145,9 @@ def run_workload(store: Store, workload: Workload, version: str, *,
         result = None if variant.leaf is None else store.lookup(
             variant.leaf, version, interpolation, hidden)
         answers.append(Answer(variant, result, _outcome(variant, result)))
-    options = {"interpolation": interpolation, "hidden_samples": len(hidden)}
-    options["fill_dtype"] = dominant_dtype(workload.trace) if workload.trace else None
+    options: dict[str, Any] = {
+        "interpolation": interpolation, "hidden_samples": len(hidden),
+        "fill_dtype": dominant_dtype(workload.trace) if workload.trace else None}
     report = summarise([a.outcome for a in answers], workload.trace, workload.label, version,
                        options)
     return WorkloadRun(workload, version, report, answers)
