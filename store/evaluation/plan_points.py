@@ -58,11 +58,16 @@ class ProposedPoint:
 
 
 def bracket(value: float, grid: Sequence[float]) -> tuple[float, float]:
-    """The grid neighbours of ``value``: (largest <= value, smallest >= value); a side
-    with no grid value is the value itself."""
+    """The grid neighbours of ``value``: (largest <= value, smallest >= value). Past either
+    end of the grid the neighbour is the nearest power of two on that side (the value
+    itself when it is one), so the target ends up inside, not on the edge."""
     below = [g for g in grid if g <= value]
     above = [g for g in grid if g >= value]
-    return (max(below) if below else value, min(above) if above else value)
+    low = max(below) if below else (2.0 ** math.floor(math.log2(value)) if value >= 1
+                                    else value)
+    high = min(above) if above else (2.0 ** math.ceil(math.log2(value)) if value >= 1
+                                     else value)
+    return low, high
 
 
 def candidate_coordinates(target: Coordinate, group: Sequence[int],
