@@ -74,8 +74,8 @@ def sample_ids(store: Store, version: str) -> list[int]:
             t.sample.c.profile_id == profile.id)).scalars())
 
 
-def _trial(store: Store, workload: Workload, full: WorkloadRun, model: ErrorModel,
-           hidden: frozenset[int], seed: int, draws: int) -> Trial:
+def run_trial(store: Store, workload: Workload, full: WorkloadRun, model: ErrorModel,
+              hidden: frozenset[int], seed: int, draws: int) -> Trial:
     run = run_workload(store, workload, full.version, exclude_samples=hidden)
     pairs = [(h, f) for h, f in zip(run.answers, full.answers)
              if h.outcome.latency_us is not None and f.outcome.source == "MEASURED"]
@@ -104,6 +104,6 @@ def calibrate(store: Store, workload: Workload, version: str, *, share: float = 
     result = Calibration(full.report.workload, version, share)
     for n in range(trials):
         chosen = rng.choice(ids, size=max(int(round(share * len(ids))), 1), replace=False)
-        result.trials.append(_trial(store, workload, full, model,
-                                    frozenset(int(i) for i in chosen), seed + n, draws))
+        result.trials.append(run_trial(store, workload, full, model,
+                                       frozenset(int(i) for i in chosen), seed + n, draws))
     return result
