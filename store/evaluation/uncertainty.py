@@ -5,12 +5,15 @@ kernel (store/evaluation/holdout.py): the signed relative errors ``predicted / t
 of the held-out coordinates of the same regime and interpolation dimension when there are
 at least ``MIN_POINTS`` of them, else of the kernel at that dimension, else of the kernel,
 else of the whole path. A MEASURED answer whose coordinate has duplicate rows draws one of
-its rows (the spread of its duplicates); one row, a zero-cost entry or a PARTIAL answer
-draws nothing. Misses are not part of the total and not part of the interval.
+its rows (the spread of its duplicates); one backed by a single row draws from the
+measurement noise its kernel's duplicates show (store/evaluation/repeatability.py); a
+zero-cost entry or a PARTIAL answer draws nothing. Misses are not part of the total and
+not part of the interval.
 
-The truth of one answer is ``answer / (1 + r)`` for an interpolation error ``r`` and
-``row latency`` for a duplicate. Two bounds: **independent** (every variant draws its own
-error; all calls of one variant share it — they are the same shape) and **fully
+The truth of one answer is ``answer / (1 + r)`` for an interpolation error ``r``, the
+row's latency for a duplicate and ``answer · (1 + d)`` for a duplicate deviation ``d``.
+Two bounds: **independent** (every variant draws its own error; all calls of one
+variant share it — they are the same shape) and **fully
 correlated** (one uniform quantile per draw for every variant: each answer errs the same
 way at the same rank of its own distribution: the k-th lowest truth of each). Both
 report p10 / p50 / p90 of the total.
@@ -30,6 +33,8 @@ import numpy as np
 from profstore import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import HoldoutPoint, run_holdout
+from profstore.evaluation.repeatability import duplicate_deviations
+from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
 from profstore.paths.base import regime_key
 from sqlalchemy import select
@@ -87,6 +92,18 @@ class ErrorModel:
             f"errors-{_state_digest(store, version)}.json")
         self.groups: dict[tuple[str, str], GroupErrors] = self._read_cache()
         self._paths: dict[str, list[float]] = {}
+        self._repeat: dict[str, list[float]] | None = None
+
+    def repeatability(self, kernel: str) -> tuple[str, list[float]]:
+        """The duplicate deviations of the kernel (``kernel_duplicates``) when it has at
+        least MIN_POINTS, else of the whole version (``version_duplicates``)."""
+        if self._repeat is None:
+            self._repeat = duplicate_deviations(self.store, self.version)
+        own = self._repeat.get(kernel, [])
+        if len(own) >= MIN_POINTS:
+            return "kernel_duplicates", own
+        every = [d for v in self._repeat.values() for d in v]
+        return ("version_duplicates", every) if every else ("", [])
 
     def group(self, path: str, kernel: str) -> GroupErrors:
         key = (path, kernel)
@@ -161,7 +178,8 @@ class OpError:
     latency_us: float
     source: str
     kind: str
-    """``interpolation`` (truth = answer / (1 + r)), ``duplicates`` (truth = a row), ``none``."""
+    """``interpolation`` (truth = answer / (1 + r)), ``duplicates`` (truth = one of the
+    answer's rows), ``repeatability`` (truth = answer · (1 + d)) or ``none``."""
     level: str
     values: list[float]
 
@@ -170,6 +188,8 @@ class OpError:
             return self.latency_us / (1.0 + np.asarray(self.values, dtype=float))
         if self.kind == "duplicates":
             return np.asarray(self.values, dtype=float)
+        if self.kind == "repeatability":
+            return self.latency_us * (1.0 + np.asarray(self.values, dtype=float))
         return np.asarray([self.latency_us], dtype=float)
 
 
@@ -187,11 +207,14 @@ def op_errors(answers: Iterable[Answer], model: ErrorModel) -> list[OpError]:
                                        regime_key(r.details.get("target_regime") or {}),
                                        r.details.get("interpolation_dim"))
             kind = "interpolation" if values else "none"
-        elif source == "MEASURED":
+        elif source == "MEASURED" and r.latency_us > 0:
             rows = [m["latency_us"] for m in r.details.get("matched_rows") or []
                     if isinstance(m.get("latency_us"), (int, float))]
             if len(rows) > 1:
                 kind, level, values = "duplicates", "coordinate", rows
+            elif r.details.get("method") not in ZERO_METHODS:
+                level, values = model.repeatability(r.details.get("kernel_type", ""))
+                kind = "repeatability" if values else "none"
         found.append(OpError(a.variant.op, a.variant.index, a.variant.calls, r.latency_us,
                              source, kind, level, values))
     return found

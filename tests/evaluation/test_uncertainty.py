@@ -58,7 +58,11 @@ def test_measured_duplicates_carry_their_spread(square_store):
     found = interval([error])
     assert (found.total_us, found.independent.p10, found.independent.p90) == (9.0, 8.0, 10.0)
     (single,) = errors_of(square_store, trace((20, 1)))
-    assert (single.kind, interval([single]).correlated.p90) == ("none", 4.0)
+    # one row: the noise of the version's duplicates, 8 and 10 around 9 -> -1/9, +1/9
+    assert (single.kind, single.level) == ("repeatability", "version_duplicates")
+    assert sorted(single.values) == pytest.approx([-1 / 9, 1 / 9])
+    bounds = interval([single]).correlated
+    assert (bounds.p10, bounds.p90) == (pytest.approx(32 / 9), pytest.approx(40 / 9))
 
 
 def test_correlated_bounds_are_wider_than_independent(square_store):
@@ -127,8 +131,10 @@ def test_draws_must_be_positive():
 
 def test_trial_with_the_duplicated_coordinate_hidden(square_store):
     """Hiding both tokens-30 rows: 30 interpolates to (4 + 16) / 2 = 10, its truths are
-    10 / 1.25 = 8, 9 and 10 / (17/16) = 160/17; with 20 (4) and 40 (16) measured the
-    interval is [28, 20 + 160/17] and the full-data truth 4 + 9 + 16 = 29 lies inside."""
+    10 / 1.25 = 8, 9 and 10 / (17/16) = 160/17; 20 (4) and 40 (16) stay measured, single
+    rows with the duplicates' noise ±1/9 (the hidden pair still defines it: the noise
+    comes from the full version). Fully correlated: [4·8/9 + 16·8/9 + 8,
+    4·10/9 + 16·10/9 + 160/17]; the full-data truth 4 + 9 + 16 = 29 lies inside."""
     from profstore import schema as t
     from sqlalchemy import select
 
@@ -143,5 +149,5 @@ def test_trial_with_the_duplicated_coordinate_hidden(square_store):
         2, 3, 1)
     assert result.truth_us == pytest.approx(29.0)
     assert result.total_us == pytest.approx(30.0)
-    assert result.correlated == (pytest.approx(28.0), pytest.approx(20 + 160 / 17))
+    assert result.correlated == (pytest.approx(160 / 9 + 8), pytest.approx(200 / 9 + 160 / 17))
     assert result.inside_correlated and result.inside_independent

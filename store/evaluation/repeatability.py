@@ -1,0 +1,42 @@
+"""How repeatable a measurement is: the spread of a version's duplicate rows.
+
+Rows of one kernel with the same input and output cells, extra columns and latency
+column measure the same call; each row's deviation from their median (``row / median -
+1``) is one sample of the measurement noise. A MEASURED answer backed by a single row
+draws from its kernel's deviations (the version's when the kernel has too few).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from profstore import schema as t
+from profstore.api import Store
+from sqlalchemy import select
+
+
+def duplicate_deviations(store: Store, version: str) -> dict[str, list[float]]:
+    """Per kernel, ``row / median - 1`` of every row of a coordinate measured twice or more."""
+    profile = store.profile(version)
+    if profile is None:
+        raise ValueError(f"unknown version {version!r}")
+    s = t.sample.c
+    stmt = select(s.kernel_type, s.input_shapes, s.input_dtypes, s.input_formats,
+                  s.output_shapes, s.output_dtypes, s.output_formats, s.extras,
+                  s.latency_column, s.latency_us).where(s.profile_id == profile.id)
+    groups: dict[tuple, list[float]] = {}
+    with store.engine.connect() as conn:
+        for row in conn.execute(stmt):
+            groups.setdefault(tuple(row[:-1]), []).append(float(row[-1]))
+    found: dict[str, list[float]] = {}
+    for key, latencies in groups.items():
+        if len(latencies) > 1:
+            found.setdefault(key[0], []).extend(_deviations(latencies))
+    return found
+
+
+def _deviations(latencies: Iterable[float]) -> list[float]:
+    values = np.asarray(list(latencies), dtype=float)
+    median = float(np.median(values))
+    return [float(v / median - 1) for v in values] if median > 0 else []
