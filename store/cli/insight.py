@@ -159,8 +159,8 @@ def print_gaps(report: GapReport) -> None:
                        Column("time", "TIME_US", True), Column("share", "SHARE", True),
                        Column("regime", "REGIME", clip=70)], title="\ngaps by kernel and regime")
     rows = [{"op": g.op, "calls": g.calls, "source": g.source, "reason": g.reason,
-             "estimate": g.estimate, "time": round(g.time_us, 1), "why": g.plannable}
-            for g in report.gaps if g.plannable]
+             "estimate": g.estimate, "time": round(g.time_us, 1), "why": g.not_planned}
+            for g in report.gaps if g.not_planned]
     print_table(rows, [Column("op", "OP", clip=45), Column("calls", "CALLS", True),
                        Column("reason", "REASON"), Column("estimate", "ESTIMATE"),
                        Column("time", "TIME_US", True), Column("why", "NOT PLANNED", clip=60)],

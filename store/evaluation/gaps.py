@@ -53,7 +53,7 @@ class Gap:
     latency_us: float
     """Per call: the answer (INTERPOLATED) or the estimate (miss)."""
     time_us: float
-    plannable: str | None = None
+    not_planned: str | None = None
     """Why no point is planned (None: planned or plannable)."""
     points: list[int] = field(default_factory=list)
 
@@ -250,7 +250,7 @@ def _options(gaps: list[Gap], targets: list[Target | str], store: Store, version
         proposed = propose(target, profile.mapping, data.grids(target.kernel, target.path.name),
                            measured, gap.latency_us)
         if proposed is None:
-            gap.plannable = "no CSV row the path reads back as this target"
+            gap.not_planned = "no CSV row the path reads back as this target"
             continue
         keys = []
         for p in proposed:

@@ -274,7 +274,7 @@ def interval(errors: Sequence[OpError], draws: int = DRAWS, seed: int = 0,
                 for v, e in sorted(spreads, key=lambda s: -s[0])[:top] if v > 0]
     levels: dict[str, int] = {}
     for e in errors:
-        levels[e.level or "exact"] = levels.get(e.level or "exact", 0) + 1
+        levels[e.level or "none"] = levels.get(e.level or "none", 0) + 1
     return Interval(sum(e.latency_us * e.calls for e in errors), _bounds(independent),
                     _bounds(correlated), draws, seed, len(errors),
                     sum(1 for e in errors if e.kind != "none"), levels, dominant)
