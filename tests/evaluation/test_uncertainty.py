@@ -151,3 +151,16 @@ def test_trial_with_the_duplicated_coordinate_hidden(square_store):
     assert result.total_us == pytest.approx(30.0)
     assert result.correlated == (pytest.approx(160 / 9 + 8), pytest.approx(200 / 9 + 160 / 17))
     assert result.inside_correlated and result.inside_independent
+
+
+def test_calibrate_cli(square_db, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(trace((20, 1), (30, 1), (40, 1))))
+    base = ["calibrate", str(workload), "--db", square_db, "--version", "v0.18"]
+    assert main([*base, "--trials", "3", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (len(data["trials"]), data["share"]) == (3, 0.2)
+    assert main([*base, "--share", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "share must be between 0 and 1" in err
