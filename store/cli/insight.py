@@ -36,10 +36,6 @@ PLAN_COLUMNS = ["plan_id", "role", "opens_new_regime", "regime", "serves"]
 SHAPE_CELLS = ("Input Shapes", "Output Shapes")
 
 
-def _formatter() -> type[argparse.HelpFormatter]:
-    return argparse.RawDescriptionHelpFormatter
-
-
 def _workload_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-devices", type=_positive, metavar="N",
                         help="context.num_devices of every leaf (communication ops)")
@@ -50,13 +46,11 @@ def _workload_options(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     common = [db_options(), json_options()]
     p = subparsers.add_parser(
-        "gaps", parents=common, formatter_class=_formatter(),
+        "gaps", parents=common,
         help="what to profile next: a workload's gaps and a bracketing profiling plan",
         description="Replay WORKLOAD, rank every missed or interpolated leaf by simulated "
                     "time (per kernel and regime), propose grid points that bracket them, "
-                    "and measure the coverage the plan would give on a temporary copy.",
-        epilog="example:\n  profstore gaps ../shared/workloads/dsv3_decode.json --db perf.db "
-               "--version v0.18 --num-devices 16 --budget 6 -o plan.csv")
+                    "and measure the coverage the plan would give on a temporary copy.")
     p.add_argument("workload", metavar="WORKLOAD",
                    help="a TensorCast trace JSON or a JSON-lines file of leaves")
     _store_options(p)
@@ -65,33 +59,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="PLAN.csv", help="write the plan as profiler CSV")
     p.set_defaults(handler=gaps)
     p = subparsers.add_parser(
-        "diff", parents=common, formatter_class=_formatter(),
+        "diff", parents=common,
         help="what changed between two versions (latencies, regimes, mapping, totals)",
         description="Compare version V1 (in --db) with V2 (in --db-b, default the same "
                     "database): latency ratios at shared coordinates per kernel and regime, "
                     "kernels and regimes in one only, changed mapping entries, and the "
-                    "simulated total of each --workload in both.",
-        epilog="example:\n  profstore diff --db perf.db --from v0.15 --to v0.18 "
-               "--workload ../shared/workloads/dsv3_decode.json --plot ratios.png")
+                    "simulated total of each --workload in both.")
     p.add_argument("--db-b", metavar="URL_OR_PATH", help="the database of --to (default --db)")
     p.add_argument("--from", dest="from_version", required=True, metavar="V1")
     p.add_argument("--to", dest="to_version", required=True, metavar="V2")
     p.add_argument("--workload", nargs="+", default=[], metavar="W", help="traces to replay")
     p.add_argument("--regimes", action="store_true", help="also list every regime")
     p.add_argument("--plot", metavar="FILE.png", help="ratio distribution per kernel")
-    p.add_argument("--mapping-overlay", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--mapping-overlay", metavar="FILE",
+                   help="an op_mapping YAML merged over the version's")
     _workload_options(p)
     p.set_defaults(handler=diff)
     p = subparsers.add_parser(
-        "calibrate", parents=common, formatter_class=_formatter(),
+        "calibrate", parents=common,
         help="hide rows, replay, and count how often the truth falls in the interval",
         description="Each trial hides --share of the version's rows, replays WORKLOAD "
-                    "with the p10-p90 interval, and checks the full-data total against it.",
-        epilog="example:\n  profstore calibrate ../shared/workloads/dsv3_decode.json --db "
-               "perf.db --version v0.18 --share 0.2 --trials 20")
+                    "with the p10-p90 interval, and checks the full-data total against it.")
     p.add_argument("workload", metavar="WORKLOAD")
     add_version_option(p)
-    p.add_argument("--mapping-overlay", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--mapping-overlay", metavar="FILE",
+                   help="an op_mapping YAML merged over the version's")
     _workload_options(p)
     p.add_argument("--share", type=float, default=0.2, help="share of rows hidden per trial")
     p.add_argument("--trials", type=_positive, default=20, metavar="N")

@@ -33,6 +33,12 @@ EXAMPLES: dict[str, str] = {
     "report": "profstore report --db perf.db --version v0.18 --format html -o report.html",
     "plot": "profstore plot --db perf.db --version v0.18 --kernel RmsNorm -o rmsnorm.png",
     "bench": "profstore bench --root ../shared/perfdb --json bench.json",
+    "gaps": "profstore gaps ../shared/workloads/qwen3_32b_decode.json --db perf.db "
+            "--version v0.18 --budget 4 -o plan.csv",
+    "diff": "profstore diff --db perf.db --from v0.15 --to v0.18 "
+            "--workload ../shared/workloads/dsv3_decode.json --plot ratios.png",
+    "calibrate": "profstore calibrate ../shared/workloads/dsv3_decode.json --db perf.db "
+                 "--version v0.18 --share 0.2 --trials 20",
     "demo": "profstore demo --dir demo",
 }
 """One runnable example per verb path (``"db upgrade"`` for a nested verb)."""
