@@ -28,10 +28,15 @@ _INDEX_DTYPES = frozenset({"int32", "int64"})
 
 def _scatter_nd_update(tensors: Sequence[TensorSpec]) -> tuple[TensorSpec, ...]:
     """TensorCast ``scatter_nd_update_mla`` passes ``(update, cache, index, …)``; the
-    ScatterNdUpdate kernel takes ``(cache, index, update)``. Reordered only when the
-    integer index sits third (TensorCast order); a call already in kernel order is kept."""
-    if len(tensors) < 3 or tensors[2].dtype not in _INDEX_DTYPES \
-            or tensors[1].dtype in _INDEX_DTYPES:
+    ScatterNdUpdate kernel takes ``(cache, index, update)``. Reordered when the integer
+    index sits third (TensorCast order); a call already in kernel order (index second) is
+    kept. Either way the kernel's three inputs are all it reads (``seq_lens`` is not one).
+    The MLA cache-update path reads its target through this same function."""
+    if len(tensors) < 3:
+        return tuple(tensors)
+    if tensors[1].dtype in _INDEX_DTYPES:
+        return tuple(tensors[:3])
+    if tensors[2].dtype not in _INDEX_DTYPES:
         return tuple(tensors)
     update, cache, index = tensors[:3]
     return (cache, index, update)

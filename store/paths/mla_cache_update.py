@@ -3,7 +3,8 @@
 
 TensorCast passes ``(kv/update, kv_cache, slot_mapping/index, window_size,
 seq_lens)``; the kernel and its CSV take ``(cache, index, update)``. The target is
-reordered to the CSV order before anything is read from it.
+reordered to the CSV order before anything is read from it, by the one ScatterNdUpdate
+normaliser the base exact lookup also applies, so the two can never disagree.
 
 Axis: ``tokens``, the update's rows: its first dimension for rank 2, the product of
 every dimension but the last above (``[4096, 1, 128]`` → 4096).
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profstore.leaf import LeafOp, TensorSpec
+from profstore.leaf import LeafOp
+from profstore.normalizers import normalize_target_inputs
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -39,8 +41,9 @@ from profstore.result import Reason
 from profstore.rows import CsvRow
 from profstore.shapes import leading_product, shape_text
 
-TC_POSITIONS = (("cache", 1), ("index", 2), ("update", 0))
-"""CSV order (cache, index, update) as TensorCast argument positions."""
+CSV_ORDER = ("cache", "index", "update")
+"""The kernel's (and its CSV's) input order; the target gets there through the same
+ScatterNdUpdate normaliser the base exact lookup uses (``store.normalizers``)."""
 
 
 class MlaCacheUpdatePath(OperatorPath):
@@ -61,16 +64,16 @@ class MlaCacheUpdatePath(OperatorPath):
         return found if isinstance(found, Refusal) else [found]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
+        tensors = normalize_target_inputs(ctx.kernel_type, leaf.tensor_inputs())
+        if len(tensors) < 3:
+            return refuse(Reason.REQUIRED_FIELD_MISSING,
+                          f"{len(tensors)} input tensors; needs update, cache and index")
         operands = []
-        for name, position in TC_POSITIONS:
-            tensor = leaf.arg(position)
-            if not isinstance(tensor, TensorSpec):
-                return refuse(Reason.REQUIRED_FIELD_MISSING,
-                              f"arg {position} ({name}) is not a tensor")
+        for name, tensor in zip(CSV_ORDER, tensors[:3]):
             try:
                 operands.append(target_operand(tensor, tensor.format))
             except ValueError as error:
-                return refuse(Reason.TARGET_UNAVAILABLE, f"arg {position} ({name}): {error}")
+                return refuse(Reason.TARGET_UNAVAILABLE, f"{name}: {error}")
         return mla_extraction(ctx.kernel_type, *operands)
 
     def describe(self, extraction: Extraction) -> dict[str, object]:

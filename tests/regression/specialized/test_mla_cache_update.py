@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from profstore.leaf import LeafOp
 from profstore.normalizers import normalize_target_inputs
+from profstore.paths.base import TargetContext
 from profstore.paths.mla_cache_update import MlaCacheUpdatePath
 from profstore.result import QuerySource, Reason
 
@@ -152,3 +153,23 @@ def test_target_construction_failures(store, args, reason):
 
 def test_base_owns_exact_for_cache_updates():
     assert MlaCacheUpdatePath().exact_owner_for(mla(8)) is False
+
+
+def test_the_path_reads_a_call_in_kernel_order_as_the_base_exact_lookup_does(store):
+    """One ScatterNdUpdate reordering: a call already in kernel order (cache, index, update)
+    lands on the same regime and tokens as the TensorCast-ordered call, and answers the
+    same measured 8-token coordinate (median of 8 and 10 → 9 on the base exact key)."""
+    tensorcast_order = mla(8)
+    update, cache, index, seq = tensorcast_order.tensor_inputs()
+    kernel_order = LeafOp.from_json({"op": OP, "args": [
+        cache.to_json(), index.to_json(), update.to_json(), 128, seq.to_json()],
+        "outputs": [o.to_json() for o in tensorcast_order.outputs]})
+    answers = [store.lookup(leaf, "v0.18") for leaf in (tensorcast_order, kernel_order)]
+    assert [(a.latency_us, a.source) for a in answers] == [(9.0, QuerySource.MEASURED)] * 2
+    profile = store.profile("v0.18")
+    entry = profile.mapping.entry(OP)
+    ctx = TargetContext(entry, KERNEL, profile.mapping.policy(KERNEL))
+    path = MlaCacheUpdatePath()
+    regimes = [path.target_regime(leaf, ctx) for leaf in (tensorcast_order, kernel_order)]
+    assert regimes[0] == regimes[1]
+    assert regimes[0].axes == (8.0,)
