@@ -23,7 +23,7 @@ from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
-from profstore.result import QueryResult, Reason, most_specific
+from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
 DIAGNOSTIC_REASON = {
@@ -320,8 +320,8 @@ def _merge_points(
 
 
 def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:
-    """The most telling reason among the group attempts, by ``result.SPECIFICITY``: a
-    corrupt latency or a target beyond the measured hull/range, then a group blocked by
+    """The most telling reason among the group attempts, by ``result.ACROSS_AXIS_GROUPS``:
+    a corrupt latency or a target beyond the measured hull/range, then a group blocked by
     max_interpolation_dim, then too few or degenerate candidates (the first group with a
     reason gives its message: the highest dimension attempted has the last word)."""
     attempted: dict[Reason, str] = {}
@@ -330,7 +330,8 @@ def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:
             attempted.setdefault(DIAGNOSTIC_REASON[Diagnostic(t["outcome"])],
                                  t.get("message", ""))
     blocked = [t for t in tried if t["outcome"] == Reason.DIMENSION_BLOCKED.value]
-    chosen = most_specific([*attempted, *([Reason.DIMENSION_BLOCKED] if blocked else [])])
+    chosen = most_specific([*attempted, *([Reason.DIMENSION_BLOCKED] if blocked else [])],
+                           ACROSS_AXIS_GROUPS)
     if chosen is None:
         return Reason.INSUFFICIENT_CANDIDATES, "no axis group had enough candidates"
     if chosen is Reason.DIMENSION_BLOCKED:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,16 +61,16 @@ class Reason(str, enum.Enum):
     PARTIAL_COMPOSITE = "partial_composite"
 
 
-SPECIFICITY: tuple[Reason, ...] = (
+ACROSS_KERNELS: tuple[Reason, ...] = (
     Reason.EP_SIZE_NOT_CONFIGURED,
     Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
     Reason.REQUIRED_FIELD_MISSING,
     Reason.TARGET_UNAVAILABLE,
     Reason.AMBIGUOUS_DUPLICATES,
     Reason.LATENCY_INVALID,
+    Reason.DIMENSION_BLOCKED,
     Reason.OUTSIDE_CONVEX_HULL,
     Reason.OUTSIDE_RANGE,
-    Reason.DIMENSION_BLOCKED,
     Reason.DEGENERATE_CANDIDATES,
     Reason.INSUFFICIENT_CANDIDATES,
     Reason.REGIME_MISMATCH,
@@ -78,19 +78,31 @@ SPECIFICITY: tuple[Reason, ...] = (
     Reason.INTERPOLATION_DISABLED,
     Reason.CSV_NOT_FOUND,
 )
-"""The one ranking of miss reasons, most telling first: what the caller must supply, then
-a corrupt latency or a target beyond the measured hull/range, then a dimension the policy
-blocks, then too few candidates, then no regime or file at all. It chooses between the
-axis groups of one path and between the kernels (primary, alternates) of one op."""
+"""Which kernel's miss an op reports (primary, alternates), most telling first: what the
+caller must supply, ambiguity, a corrupt latency, then a kernel whose answer needed a
+dimension the policy blocks (some kernel could have answered), then bounds, candidates,
+regime, file (docs/decisions.md §13)."""
+
+ACROSS_AXIS_GROUPS: tuple[Reason, ...] = (
+    Reason.LATENCY_INVALID,
+    Reason.OUTSIDE_CONVEX_HULL,
+    Reason.OUTSIDE_RANGE,
+    Reason.DIMENSION_BLOCKED,
+    Reason.DEGENERATE_CANDIDATES,
+    Reason.INSUFFICIENT_CANDIDATES,
+)
+"""Which axis group's miss one kernel reports: within one regime a target beyond the
+measured hull/range says more than the blocked higher dimension that would not have
+reached it either (docs/decisions.md §13)."""
 
 
-def most_specific(reasons: Iterable[Reason]) -> Reason | None:
-    """The most telling of ``reasons`` by ``SPECIFICITY`` (None when there are none)."""
+def most_specific(reasons: Iterable[Reason], order: Sequence[Reason] = ACROSS_KERNELS
+                  ) -> Reason | None:
+    """The first of ``reasons`` in ``order`` (unlisted reasons last; None when empty)."""
     ranked = list(reasons)
     if not ranked:
         return None
-    return min(ranked, key=lambda r: SPECIFICITY.index(r) if r in SPECIFICITY
-               else len(SPECIFICITY))
+    return min(ranked, key=lambda r: order.index(r) if r in order else len(order))
 
 
 @dataclass(frozen=True)

@@ -27,104 +27,60 @@ from collections.abc import Sequence
 from typing import Any
 
 from profstore.leaf import LeafOp
-from profstore.paths.base import (
-    Extraction,
-    OperatorPath,
-    Refusal,
-    RowContext,
-    TargetContext,
-    refuse,
-)
+from profstore.paths.base import Extraction, Refusal, refuse
+from profstore.paths.grouped_attention import GroupedAttentionPath
 from profstore.paths.request_grouping import (
     Grouping,
-    check_runtime_topk,
-    describe_attention,
     flatten_query,
     last_dim,
-    leaf_slots,
     query_fields,
-    row_api_paths,
-    row_grouping,
     slot_fields,
-    target_api_path,
-    target_grouping,
-    with_api_path,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow, Slot
 
-ROW_QUERY, ROW_CACHE, ROW_TOPK = 0, 1, 3
-ROW_REQUEST_SLOTS = (4, 5, 6)
-LEAF_TENSORS = ((0, "q"), (1, "kv"), (3, "topk_indices"))
+ROW_TOPK = 3
 TOKEN_LEVEL = "1"
 
 
-class SparseSharedKVPath(OperatorPath):
+class SparseSharedKVPath(GroupedAttentionPath):
     name = "attention_sparse_sharedkv"
     selectors = frozenset({"attention_sparse_sharedkv"})
     kernels = frozenset({"SparseFlashAttention"})
     axis_names = ("tokens",)
     axis_groups = ((0,),)
     ceiling = 1
-    owns_exact = True
-    specialized_base = True
+    row_request_slots = (4, 5, 6)
+    leaf_tensors = ((0, "q"), (1, "kv"), (3, "topk_indices"))
 
-    def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
-        if len(row.inputs) <= max(ROW_REQUEST_SLOTS):
-            return refuse(Reason.REQUIRED_FIELD_MISSING,
-                          f"row has {len(row.inputs)} inputs; SparseFlashAttention needs "
-                          f"{max(ROW_REQUEST_SLOTS) + 1}")
+    def row_refusal(self, row: CsvRow) -> Refusal | None:
         block = row.extra("Runtime sparse_block_size")
         if block and block != TOKEN_LEVEL:
             return refuse(Reason.REGIME_MISMATCH,
                           f"Runtime sparse_block_size {block} selects blocks, not tokens")
-        topk = last_dim(row.inputs[ROW_TOPK].shape, "input 3 (topk indices)")
-        if isinstance(topk, Refusal):
-            return topk
-        grouping = check_runtime_topk(row, topk) or row_grouping(row, ROW_REQUEST_SLOTS)
-        if isinstance(grouping, Refusal):
-            return grouping
-        found = sparse_extraction(ctx.kernel_type, row.inputs[ROW_QUERY], row.inputs[ROW_CACHE],
-                                  topk, grouping)
-        api_paths = row_api_paths(row, ctx, self.selectors)
-        for refusal in (found, api_paths):
-            if isinstance(refusal, Refusal):
-                return refusal
-        return [with_api_path(found, api) for api in api_paths]
+        return None
 
-    def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        slots = leaf_slots(leaf, LEAF_TENSORS)
-        if isinstance(slots, Refusal):
-            return slots
-        topk = last_dim(slots[2].shape, "topk_indices")
-        if isinstance(topk, Refusal):
-            return topk
-        grouping = target_grouping(leaf.context, {})
-        if isinstance(grouping, Refusal):
-            return grouping
-        found = sparse_extraction(ctx.kernel_type, slots[0], slots[1], topk, grouping)
-        return found if isinstance(found, Refusal) else with_api_path(found, target_api_path(ctx))
+    def row_topk(self, row: CsvRow) -> int | Refusal:
+        return last_dim(row.inputs[ROW_TOPK].shape, "input 3 (topk indices)")
 
-    def describe(self, extraction: Extraction) -> dict[str, Any]:
-        return describe_attention(extraction)
+    def target_topk(self, leaf: LeafOp, slots: Sequence[Slot]) -> int | Refusal:
+        return last_dim(slots[2].shape, "topk_indices")
 
-
-def sparse_extraction(kernel: str, query_slot: Slot, cache_slot: Slot, topk: int,
-                      grouping: Grouping) -> Extraction | Refusal:
-    """The one regime builder both sides call with their normalised fields."""
-    query = flatten_query(query_slot.shape, "query")
-    if isinstance(query, Refusal):
-        return query
-    if not cache_slot.shape:
-        return refuse(Reason.TARGET_UNAVAILABLE,
-                      f"KV cache must be a tensor of rank >= 1, got {cache_slot.shape}")
-    regime: dict[str, Any] = {
-        "kernel": kernel,
-        **slot_fields((query_slot, cache_slot)),
-        **query_fields(query),
-        "cache_shape": ",".join(str(d) for d in cache_slot.shape),
-        "topk": topk,
-        "sparse_phase": grouping.phase,
-        "request_grouping": grouping.key,
-    }
-    return Extraction(regime, (float(query.tokens),), grouping.semantic)
+    def extraction(self, kernel: str, query: Slot, cache: Slot, topk: int,
+                   grouping: Grouping) -> Extraction | Refusal:
+        flat = flatten_query(query.shape, "query")
+        if isinstance(flat, Refusal):
+            return flat
+        if not cache.shape:
+            return refuse(Reason.TARGET_UNAVAILABLE,
+                          f"KV cache must be a tensor of rank >= 1, got {cache.shape}")
+        regime: dict[str, Any] = {
+            "kernel": kernel,
+            **slot_fields((query, cache)),
+            **query_fields(flat),
+            "cache_shape": ",".join(str(d) for d in cache.shape),
+            "topk": topk,
+            "sparse_phase": grouping.phase,
+            "request_grouping": grouping.key,
+        }
+        return Extraction(regime, (float(flat.tokens),), grouping.semantic)

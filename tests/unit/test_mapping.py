@@ -395,11 +395,12 @@ def test_version_mapping_is_read_only(real):
         mapping.problems = ()  # type: ignore[misc]
 
 
-def test_one_reason_ranking_serves_groups_and_kernels():
-    from profstore.result import Reason, most_specific
+def test_one_reason_ranking_mechanism_for_groups_and_kernels():
+    from profstore.result import ACROSS_AXIS_GROUPS, Reason, most_specific
 
     found = [Reason.INSUFFICIENT_CANDIDATES, Reason.DIMENSION_BLOCKED, Reason.OUTSIDE_RANGE]
-    assert most_specific(found) is Reason.OUTSIDE_RANGE
+    assert most_specific(found, ACROSS_AXIS_GROUPS) is Reason.OUTSIDE_RANGE
+    assert most_specific(found) is Reason.DIMENSION_BLOCKED
     assert most_specific([Reason.CSV_NOT_FOUND, Reason.REGIME_MISMATCH]) is Reason.REGIME_MISMATCH
     assert most_specific([Reason.REGIME_MISMATCH, Reason.DIMENSION_BLOCKED]) is (
         Reason.DIMENSION_BLOCKED)
