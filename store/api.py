@@ -9,17 +9,18 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from profstore import schema as t
-from profstore.candidates import LRU, CandidateQueries
+from profstore.candidates import CandidateQueries
 from profstore.communication import CommunicationLookup
 from profstore.db import make_engine, normalize_url, redact_url, sqlite_file, upgrade
 from profstore.exact import BaseExact
 from profstore.geometry import TriangulationCache
 from profstore.leaf import LeafOp
+from profstore.lru import LRU
 from profstore.mapping import VersionMapping, merge_overlay
 from profstore.path_lookup import PathRunner
 from profstore.provenance import row_input_shapes
 from profstore.result import QueryResult, Reason
-from profstore.snapshot import Generation, Generations, SnapshotEngine, fingerprint
+from profstore.snapshot import Generation, Generations, SnapshotEngine
 from profstore.versions import find_profile
 from profstore.wrapper import Dispatcher, LookupOptions, Profile
 from sqlalchemy import Engine, select
@@ -34,6 +35,23 @@ class Caches(NamedTuple):
     queries: CandidateQueries
     dispatcher: Dispatcher
     results: LRU
+
+
+class _ResultKey:
+    """An answer-cache key hashed once: a leaf's hash walks every tensor of it, and an LRU
+    hashes its key on every get and put."""
+
+    __slots__ = ("parts", "_hash")
+
+    def __init__(self, parts: tuple[object, ...]) -> None:
+        self.parts = parts
+        self._hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ResultKey) and self.parts == other.parts
 
 
 class Store:
@@ -89,6 +107,7 @@ class Store:
                    refresh_seconds=refresh_seconds)
 
     def close(self) -> None:
+        self._snapshots.close()
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -110,13 +129,13 @@ class Store:
         if not isinstance(leaf, LeafOp):
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
         options = LookupOptions(bool(interpolation), frozenset(exclude_samples))
-        key = (leaf, version, options)
+        key = _ResultKey((leaf, version, options))
         if not self._generations.due():
             cached = self._generations.current.parts.results.get(key)
             if cached is not None:
                 return cached
-        with self._snapshots.snapshot() as conn:
-            generation = self._generations.matching(fingerprint(conn))
+        with self._snapshots.snapshot():
+            generation = self._generations.matching(self._snapshots.fingerprint())
             cached = generation.parts.results.get(key)
             if cached is not None:
                 return cached
@@ -139,8 +158,9 @@ class Store:
 
     def profile(self, version: str) -> Profile | None:
         """The version's profile as of now (re-read after a re-ingest)."""
-        with self._snapshots.snapshot() as conn:
-            return self._profile_in(self._generations.matching(fingerprint(conn)), version)
+        with self._snapshots.snapshot():
+            return self._profile_in(self._generations.matching(self._snapshots.fingerprint()),
+                                    version)
 
     def _profile_in(self, generation: Generation, version: str) -> Profile | None:
         with self._lock:
@@ -171,6 +191,8 @@ class Store:
             mapping = VersionMapping.from_document(json.loads(row.mapping_document or "{}"))
             if self.mapping_overlay is not None:
                 mapping = merge_overlay(mapping, self.mapping_overlay)
+            for kernel in mapping.kernels():  # resolved once per load, not per lookup
+                mapping.policy(kernel)
             comm_id = _comm_profile(conn, row, mapping)
         return Profile(row.id, row.alias, mapping, comm_id)
 

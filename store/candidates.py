@@ -8,15 +8,18 @@ and hold-out exclusion work on that slice without going back to the database.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from profstore import schema as t
 from profstore.exact_keys import output_key
+from profstore.lru import LRU
+from profstore.statements import Statement
 from sqlalchemy import Engine, bindparam, func, select
+
+__all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 
 AXIS_COLUMNS = (t.sample_point.c.axis_0, t.sample_point.c.axis_1, t.sample_point.c.axis_2)
 
@@ -56,33 +59,6 @@ class RegimeSlice:
         return len(self.rows)
 
 
-class LRU:
-    """A small thread-safe LRU map."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> object | None:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key: Hashable, value: object) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
 def _point_select():
     p = t.sample_point.c
     return (
@@ -95,32 +71,51 @@ def _point_select():
 
 _P = t.sample_point.c
 _K = t.sample_key.c
-_KERNEL_PRESENT = select(t.kernel_file.c.id).where(
+_KERNEL_PRESENT = Statement(select(t.kernel_file.c.id).where(
     t.kernel_file.c.profile_id == bindparam("profile"),
     t.kernel_file.c.kernel_type == bindparam("kernel"),
-).limit(1)
-_EXACT_KEY = (
-    select(_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
-           t.kernel_file.c.file_name)
+).limit(1))
+_KEY_COLUMNS = (_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
+                t.kernel_file.c.file_name)
+_KEY_JOIN = (
+    select(*_KEY_COLUMNS)
     .join(t.sample, t.sample.c.id == _K.sample_id)
     .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-    .where(_K.profile_id == bindparam("profile"), _K.kernel_type == bindparam("kernel"),
-           _K.exact_key == bindparam("key"))
+    .where(_K.profile_id == bindparam("profile"), _K.kernel_type == bindparam("kernel"))
 )
-_REGIME_SLICE = _point_select().where(
+_EXACT_KEY = Statement(_KEY_JOIN.where(_K.exact_key == bindparam("key")))
+_OUTPUT_SHAPE = Statement(
+    _KEY_JOIN.add_columns(_K.exact_key)
+    .where(_K.exact_key >= bindparam("low"), _K.exact_key < bindparam("high"))
+    .order_by(_K.exact_key, _K.sample_id)
+)
+_REGIME_SLICE_SELECT = _point_select().where(
     _P.profile_id == bindparam("profile"), _P.kernel_type == bindparam("kernel"),
     _P.path == bindparam("path"), _P.regime_key == bindparam("regime"),
 )
-_POINTS_AT = {
-    n: _REGIME_SLICE.where(*[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)])
+_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT)
+_POINTS_AT = tuple(
+    Statement(_REGIME_SLICE_SELECT.where(
+        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
     for n in range(4)
-}
-"""Hot statements are built once with bound parameters, so SQLAlchemy's compiled-statement
-cache serves every lookup (building a Select per call costs more than the query)."""
+)
+_KERNEL_PATH = (_P.profile_id == bindparam("profile"), _P.kernel_type == bindparam("kernel"),
+                _P.path == bindparam("path"))
+_REGIME_STATS = Statement(
+    select(func.count(), func.count(_P.regime_key.distinct())).where(*_KERNEL_PATH))
+_R = t.path_refusal.c
+_REFUSALS = Statement(
+    select(_R.reason, func.count())
+    .where(_R.profile_id == bindparam("profile"), _R.kernel_type == bindparam("kernel"),
+           _R.path == bindparam("path"))
+    .group_by(_R.reason)
+)
+"""Hot statements are built once with bound parameters and compiled once per dialect
+(``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 
 
 class CandidateQueries:
-    def __init__(self, engine: Engine, slice_cache_size: int = 512) -> None:
+    def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
@@ -135,18 +130,14 @@ class CandidateQueries:
         key = (profile_id, kernel)
         cached = self._kernels.get(key)
         if cached is None:
-            with self.engine.connect() as conn:
-                found = conn.execute(_KERNEL_PRESENT, {"profile": profile_id, "kernel": kernel})
-                cached = found.first() is not None
+            cached = bool(_KERNEL_PRESENT.rows(self.engine, profile=profile_id, kernel=kernel))
             self._kernels.put(key, cached)
-        return bool(cached)
+        return cached
 
     def exact_key_rows(
         self, profile_id: int, kernel: str, key: str, exclude: frozenset[int] = frozenset()
     ) -> list[MeasuredRow]:
-        params = {"profile": profile_id, "kernel": kernel, "key": key}
-        with self.engine.connect() as conn:
-            rows = conn.execute(_EXACT_KEY, params).all()
+        rows = _EXACT_KEY.rows(self.engine, profile=profile_id, kernel=kernel, key=key)
         return [MeasuredRow(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[0] not in exclude]
 
     def output_shape_rows(
@@ -155,17 +146,8 @@ class CandidateQueries:
     ) -> list[tuple[str, MeasuredRow]]:
         """Rows whose first output has this (batch-stripped) shape, in any dtype."""
         prefix = output_key(shape, "")
-        stmt = (
-            select(_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
-                   t.kernel_file.c.file_name, _K.exact_key)
-            .join(t.sample, t.sample.c.id == _K.sample_id)
-            .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-            .where(_K.profile_id == profile_id, _K.kernel_type == kernel,
-                   _K.exact_key >= prefix, _K.exact_key < prefix[:-1] + chr(ord(":") + 1))
-            .order_by(_K.exact_key, _K.sample_id)
-        )
-        with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+        rows = _OUTPUT_SHAPE.rows(self.engine, profile=profile_id, kernel=kernel, low=prefix,
+                                  high=prefix[:-1] + chr(ord(":") + 1))
         return [(r[5][len(prefix):], MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
                 for r in rows if r[0] not in exclude]
 
@@ -179,10 +161,9 @@ class CandidateQueries:
         exclude: frozenset[int] = frozenset(),
     ) -> list[MeasuredRow]:
         """Rows at one exact coordinate of a regime (the specialised exact lookup)."""
-        params = {"profile": profile_id, "kernel": kernel, "path": path, "regime": regime_key,
-                  **{f"a{i}": float(v) for i, v in enumerate(axes)}}
-        with self.engine.connect() as conn:
-            rows = conn.execute(_POINTS_AT[len(axes)], params).all()
+        rows = _POINTS_AT[len(axes)].rows(
+            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
+            **{f"a{i}": float(v) for i, v in enumerate(axes)})
         return [r for r in map(self._measured, rows) if r.sample_id not in exclude]
 
     def regime_slice(
@@ -207,9 +188,8 @@ class CandidateQueries:
         )
 
     def _load_slice(self, profile_id: int, kernel: str, path: str, regime_key: str) -> RegimeSlice:
-        params = {"profile": profile_id, "kernel": kernel, "path": path, "regime": regime_key}
-        with self.engine.connect() as conn:
-            rows = [self._measured(r) for r in conn.execute(_REGIME_SLICE, params).all()]
+        rows = [self._measured(r) for r in _REGIME_SLICE.rows(
+            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key)]
         width = max((len(r.axes) for r in rows), default=0)
         axes = np.array([r.axes for r in rows], dtype=float).reshape(len(rows), width)
         latency = np.array([r.latency_us for r in rows], dtype=float)
@@ -220,10 +200,8 @@ class CandidateQueries:
         key = ("stats", profile_id, kernel, path)
         cached = self._stats.get(key)
         if cached is None:
-            stmt = select(func.count(), func.count(_P.regime_key.distinct())).where(
-                _P.profile_id == profile_id, _P.kernel_type == kernel, _P.path == path)
-            with self.engine.connect() as conn:
-                points, regimes = conn.execute(stmt).one()
+            points, regimes = _REGIME_STATS.rows(self.engine, profile=profile_id,
+                                                 kernel=kernel, path=path)[0]
             cached = (int(points), int(regimes))
             self._stats.put(key, cached)
         return cached
@@ -232,14 +210,8 @@ class CandidateQueries:
         key = ("refusals", profile_id, kernel, path)
         cached = self._stats.get(key)
         if cached is None:
-            r = t.path_refusal.c
-            stmt = (
-                select(r.reason, func.count())
-                .where(r.profile_id == profile_id, r.kernel_type == kernel, r.path == path)
-                .group_by(r.reason)
-            )
-            with self.engine.connect() as conn:
-                cached = {reason: int(n) for reason, n in conn.execute(stmt).all()}
+            cached = {reason: int(n) for reason, n in _REFUSALS.rows(
+                self.engine, profile=profile_id, kernel=kernel, path=path)}
             self._stats.put(key, cached)
         return dict(cached)
 

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 BULK_LOAD_CACHE_KIB = 65536
 
@@ -74,7 +74,7 @@ def make_engine(url_or_path: str | Path, *, read_only: bool = False) -> Engine:
     if is_sqlite(url):
         return _sqlite_engine(url, read_only)
     try:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url)
     except ModuleNotFoundError as exc:
         raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
@@ -159,6 +159,10 @@ def migrations_dir() -> str:
 
 
 def alembic_config(url: str) -> Config:
+    """Alembic is imported only here and below: opening a store at head needs one query
+    (``current_revision``), not Alembic's import time."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", migrations_dir())
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -166,11 +170,15 @@ def alembic_config(url: str) -> Config:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return script.get_current_head() or ""
 
 
 def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
@@ -180,6 +188,8 @@ def upgrade(engine: Engine) -> str:
     head = head_revision()
     if current_revision(engine) == head:
         return head
+    from alembic import command
+
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as conn:
         config.attributes["connection"] = conn

@@ -8,6 +8,7 @@ element sizes, and the one-way torch -> profiler translation the lookup uses (DE
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from types import MappingProxyType
 
 __all__ = [
@@ -124,6 +125,7 @@ def is_known_profiler_dtype(name: str) -> bool:
     return isinstance(name, str) and name in PROFILER_DTYPES
 
 
+@lru_cache(maxsize=256)
 def to_profiler_dtype(torch_name: str, *, float16_as: str = "DT_BF16") -> str:
     """Translate a torch dtype name to the profiler's name.
 

@@ -27,9 +27,9 @@ STRIPPED = "b"
 
 
 def signature_key(kind: str, shapes: Sequence[Shape], dtypes: Sequence[str]) -> str:
-    if kind == STRIPPED:
-        shapes = [strip_leading_batch(s) for s in shapes]
-    body = ";".join(f"{shape_text(s)}:{d}" for s, d in zip(shapes, dtypes))
+    part = 1 if kind == STRIPPED else 0
+    body = ";".join(_slot_parts(tuple(s), d)[part] if s is not None else f":{d}"
+                    for s, d in zip(shapes, dtypes))
     return f"{kind}{len(shapes)}|{body}"
 
 

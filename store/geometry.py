@@ -1,21 +1,28 @@
 """Pure interpolation geometry: linear in 1-D, barycentric over a Delaunay simplex in 2-D/3-D.
 
-Kept apart from I/O on purpose (no database, no project imports) so that it can be tested with
-hand-computable numbers. Interpolation is strictly linear and never extrapolates: every answer is
-either a measured value, a convex combination of measured values, or a diagnostic saying why not.
+Kept apart from I/O on purpose (no database; the only project import is the shared LRU) so that
+it can be tested with hand-computable numbers. scipy is imported on the first 2-D/3-D
+triangulation, so a process that only answers exact and 1-D lookups never loads it.
+Interpolation is strictly linear and never extrapolates: every answer is either a measured
+value, a convex combination of measured values, or a diagnostic saying why not.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from bisect import bisect_right
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.spatial import Delaunay, QhullError
+from profstore.lru import LRU
+
+if TYPE_CHECKING:
+    from scipy.spatial import Delaunay
+    from threadpoolctl import ThreadpoolController
 
 #: Relative tolerance for "the same coordinate": |a - b| <= EXACT_RTOL * max(1, |b|).
 EXACT_RTOL = 1e-9
@@ -113,12 +120,13 @@ def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray,
     return xa, ya
 
 
-def _boundary_1d(lower: float | None, upper: float | None, sx: np.ndarray) -> dict[str, Any]:
+def _boundary_1d(lower: float | None, upper: float | None,
+                 sx: np.ndarray | Sequence[float]) -> dict[str, Any]:
     return {
         "lower": None if lower is None else float(lower),
         "upper": None if upper is None else float(upper),
-        "min": float(sx[0]) if sx.size else None,
-        "max": float(sx[-1]) if sx.size else None,
+        "min": float(sx[0]) if len(sx) else None,
+        "max": float(sx[-1]) if len(sx) else None,
     }
 
 
@@ -128,22 +136,22 @@ def interpolate_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.nd
 
     Raises ValueError for programming errors: mismatched shapes, non-finite coordinates, or two
     measured points at the same ``x`` (the caller is expected to have aggregated duplicates).
+    The points are handled as Python floats with ``bisect``: a regime has a handful of points,
+    where numpy's per-call overhead would be most of the cost.
     """
     xa, ya = _as_1d(xs, ys, x)
-    x = float(x)
-    order = np.argsort(xa, kind="stable")
-    sx = xa[order]
-    if sx.size > 1 and np.any(np.diff(sx) <= _tol(sx[1:])):
+    xl, x = xa.tolist(), float(x)
+    order, sx, nearest = _order_1d(xa, xl, x)
+    if sx and any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:])):
         raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
-    if sx.size == 0:
+    if not sx:
         return _fail(Diagnostic.INSUFFICIENT, f"no measured {axis_name} points to interpolate from",
                      _boundary_1d(None, None, sx))
-    nearest = int(np.argmin(np.abs(xa - x)))
-    if abs(xa[nearest] - x) <= _tol(x):
-        bnd = _boundary_1d(xa[nearest], xa[nearest], sx)
+    if abs(xl[nearest] - x) <= EXACT_RTOL * max(1.0, abs(x)):
+        bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
         return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
                               f"{axis_name} {_fmt(x)} is a measured point")
-    if sx.size == 1:
+    if len(sx) == 1:
         side = (None, sx[0]) if x < sx[0] else (sx[0], None)
         return _fail(Diagnostic.INSUFFICIENT,
                      f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
@@ -154,13 +162,24 @@ def interpolate_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.nd
     if x > sx[-1]:
         return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
                      _boundary_1d(sx[-1], None, sx))
-    k = int(np.searchsorted(sx, x, side="right"))
-    lo, hi = int(order[k - 1]), int(order[k])
-    x0, x1 = float(xa[lo]), float(xa[hi])
+    k = bisect_right(sx, x)
+    lo, hi = order[k - 1], order[k]
+    x0, x1 = xl[lo], xl[hi]
     w_hi = (x - x0) / (x1 - x0)
     weights = np.array([1.0 - w_hi, w_hi])
     return _finish((lo, hi), weights, ya[[lo, hi]], _boundary_1d(x0, x1, sx),
                    f"{axis_name} {_fmt(x)} interpolated between {_fmt(x0)} and {_fmt(x1)}")
+
+
+def _order_1d(xa: np.ndarray, xl: list[float], x: float) -> tuple[list[int], list[float], int]:
+    """The stable ascending order, the sorted coordinates and the index nearest ``x`` (the
+    first of equals); numpy only for a long axis, where it is the cheaper."""
+    if len(xl) > 64:
+        order = np.argsort(xa, kind="stable").tolist()
+        return order, [xl[i] for i in order], int(np.argmin(np.abs(xa - x)))
+    order = sorted(range(len(xl)), key=xl.__getitem__)
+    nearest = min(range(len(xl)), key=lambda i: abs(xl[i] - x)) if xl else -1
+    return order, [xl[i] for i in order], nearest
 
 
 def _as_points(points: np.ndarray) -> np.ndarray:
@@ -241,9 +260,13 @@ class Triangulation:
             return _fail(Diagnostic.DEGENERATE,
                          f"the {n} measured points are {shape}; they span no {d}-D region",
                          _boundary_nd(pts))
+        from scipy.spatial import Delaunay, QhullError
+
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         try:
-            delaunay = Delaunay((pts - lo) / (hi - lo))
+            with one_blas_thread():
+                delaunay = Delaunay((pts - lo) / (hi - lo))
+                _set_transforms(delaunay)
         except QhullError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else "QhullError"
             return _fail(Diagnostic.DEGENERATE, f"Delaunay triangulation failed: {first_line}",
@@ -282,6 +305,10 @@ class Triangulation:
         grids) it falls back to checking every simplex and keeps the most interior one.
         """
         q = self.normalise(target)
+        with one_blas_thread():
+            return self._locate(q)
+
+    def _locate(self, q: np.ndarray) -> tuple[int, np.ndarray] | None:
         s = int(self.delaunay.find_simplex(q, tol=BARY_TOL))
         if s >= 0:
             w = _clip_weights(self._barycentric_one(s, q))
@@ -317,27 +344,71 @@ class TriangulationCache:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
         self.maxsize = maxsize
-        self._entries: OrderedDict[Hashable, Triangulation] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = LRU(maxsize)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get_or_build(self, key: Hashable, points: np.ndarray) -> Triangulation | GeometryResult:
         pts = _as_points(points)
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None and np.array_equal(cached.points, pts):
-                self._entries.move_to_end(key)
-                return cached
+        cached = self._entries.get(key)
+        if cached is not None and np.array_equal(cached.points, pts):
+            return cached
         built = Triangulation.build(pts)
         if isinstance(built, Triangulation):
-            with self._lock:
-                self._entries[key] = built
-                self._entries.move_to_end(key)
-                while len(self._entries) > self.maxsize:
-                    self._entries.popitem(last=False)
+            self._entries.put(key, built)
         return built
+
+
+@lru_cache(maxsize=1)
+def _controller() -> ThreadpoolController:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread for the small solves of a triangulation: on a busy machine
+    OpenBLAS's thread hand-off turns a few milliseconds into tens or hundreds."""
+    with _controller().limit(limits=1, user_api="blas"):
+        yield
+
+
+def _set_transforms(delaunay: Delaunay) -> None:
+    """Fill ``Delaunay.transform`` (what ``find_simplex`` locates with) with the inverse edge
+    matrices by the adjugate formula, vectorised over simplices, instead of scipy's LAPACK
+    solve and condition estimate per simplex (milliseconds for a thousand-point regime). A
+    simplex whose edge matrix is singular or ill-conditioned (reciprocal 1-norm condition
+    below 1000·eps, scipy's limit) is all NaN, as scipy makes it."""
+    if getattr(delaunay, "_transform", False) is not None:
+        return
+    points, simplices = delaunay.points, delaunay.simplices
+    d = points.shape[1]
+    last = points[simplices[:, d]]
+    edges = (points[simplices[:, :d]] - last[:, None, :]).transpose(0, 2, 1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inverse = _adjugate_inverse(edges)
+        norm = np.abs(edges).sum(axis=1).max(axis=1) * np.abs(inverse).sum(axis=1).max(axis=1)
+        bad = ~(1.0 / norm >= 1000 * np.finfo(float).eps)
+    transform = np.empty((len(simplices), d + 1, d))
+    transform[:, :d, :] = inverse
+    transform[:, d, :] = last
+    transform[bad] = np.nan
+    delaunay._transform = transform
+
+
+def _adjugate_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of 2×2 or 3×3 matrices (inf/NaN where singular)."""
+    if m.shape[1] == 2:
+        a, b, c, e = m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1]
+        adj = np.stack([np.stack([e, -b], -1), np.stack([-c, a], -1)], 1)
+        det = a * e - b * c
+    else:
+        c0, c1, c2 = m[:, :, 0], m[:, :, 1], m[:, :, 2]
+        adj = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], 1)
+        det = (c0 * adj[:, 0]).sum(axis=1)
+    return adj / det[:, None, None]
 
 
 def _describe(target: np.ndarray, names: Sequence[str]) -> str:

@@ -134,9 +134,10 @@ class MappingEntry:
     expected_input_formats: tuple[str, ...] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    @property
+    @cached_property
     def kernels(self) -> tuple[str, ...]:
-        """Kernels in lookup order: kernel_type (else primary_kernel_type), then alternates."""
+        """Kernels in lookup order: kernel_type (else primary_kernel_type), then alternates.
+        (Cached, like ``selector``: the entry is frozen and both are asked per lookup.)"""
         first = self.kernel_type or self.primary_kernel_type
         return tuple(dict.fromkeys(k for k in (first, *self.alternate_kernel_types) if k))
 
@@ -207,7 +208,17 @@ class VersionMapping:
     def policy(self, kernel: str) -> KernelPolicy:
         """The kernel's policy; an alternate kernel without its own axis policy inherits the
         generic axis and axis transform of the primary kernel it stands in for (RFC §3.4.1:
-        "alternates inherit the axis")."""
+        "alternates inherit the axis"). Resolved once per kernel (the mapping is read-only)."""
+        cached = self._policy_cache.get(kernel)
+        if cached is None:
+            cached = self._policy_cache[kernel] = self._resolve_policy(kernel)
+        return cached
+
+    @cached_property
+    def _policy_cache(self) -> dict[str, KernelPolicy]:
+        return {}
+
+    def _resolve_policy(self, kernel: str) -> KernelPolicy:
         own = self.policies.get(kernel) or KernelPolicy()
         if {"generic_axis", "axis_transform"} & set(own.stated()):
             return own

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from profstore.attempt import Attempt
-from profstore.candidates import LRU, CandidateQueries, MeasuredRow, RegimeSlice
+from profstore.candidates import CandidateQueries, MeasuredRow, RegimeSlice
 from profstore.duplicates import merge_coordinate
 from profstore.geometry import (
     Diagnostic,
@@ -21,6 +21,7 @@ from profstore.geometry import (
 )
 from profstore.latency import column_rank
 from profstore.leaf import LeafOp
+from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
 from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific

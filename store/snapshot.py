@@ -4,7 +4,7 @@ A lookup issues several queries (is the kernel there, exact keys, a regime's poi
 On separate pooled connections, an ingest that commits between two of them could make
 one answer from two versions of the data, or look up a profile id the ingest has just
 deleted. ``SnapshotEngine`` pins one connection per thread for the whole lookup, inside
-one read transaction (``store.db.begin_read_snapshot``), so every query of a lookup sees
+one read transaction, so every query of a lookup sees
 the same committed state.
 
 The caches (answers, regime slices, kernel presence, profiles) belong to a
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from profstore import schema as t
-from profstore.db import begin_read_snapshot
 from sqlalchemy import Connection, Engine, select
 
 Fingerprint = tuple[tuple[int, str, str], ...]
@@ -40,12 +40,70 @@ per uncached lookup, where SQLAlchemy's per-statement overhead would be most of 
 
 
 def fingerprint(conn: Connection) -> Fingerprint:
-    cursor = conn.connection.cursor()
+    return _fingerprint(conn.connection.dbapi_connection)
+
+
+def _fingerprint(raw: Any) -> Fingerprint:
+    cursor = raw.cursor()
     try:
         cursor.execute(FINGERPRINT_SQL)
         return tuple((int(r[0]), str(r[1]), str(r[2])) for r in cursor.fetchall())
     finally:
         cursor.close()
+
+
+class _Pinned:
+    """One thread's connection, kept from lookup to lookup (a pool checkout, BEGIN through
+    SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries).
+
+    SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
+    reads the file header, so it takes the snapshot) and tell whether any other connection
+    committed since this one last looked; when none did, the fingerprint read then is still
+    the snapshot's. PostgreSQL: the connection stays at REPEATABLE READ; its first query
+    takes the snapshot."""
+
+    def __init__(self, engine: Engine) -> None:
+        conn = engine.connect()
+        self.sqlite = conn.dialect.name == "sqlite"
+        if not self.sqlite:
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        self.conn = conn
+        self.raw = conn.connection.dbapi_connection
+        self._version: int | None = None
+        self._fingerprint: Fingerprint | None = None
+
+    def begin(self) -> None:
+        if self.sqlite:
+            cursor = self.raw.cursor()
+            cursor.execute("BEGIN")
+            cursor.execute("PRAGMA data_version")
+            version = int(cursor.fetchone()[0])
+            cursor.close()
+            if version != self._version:
+                self._version, self._fingerprint = version, None
+
+    def fingerprint(self) -> Fingerprint:
+        if self._fingerprint is None or not self.sqlite:
+            self._fingerprint = _fingerprint(self.raw)
+        return self._fingerprint
+
+    def end(self) -> None:
+        if self.conn.in_transaction():
+            self.conn.rollback()
+        else:
+            self.raw.rollback()
+
+    def close(self) -> None:
+        with suppress(Exception):  # a connection already broken has nothing to return
+            self.conn.close()
+
+    def __del__(self) -> None:  # the thread ended: its connection goes back to the pool
+        self.close()
+
+
+class _Local(threading.local):
+    pinned: _Pinned | None = None
+    active: bool = False
 
 
 class SnapshotEngine:
@@ -55,34 +113,76 @@ class SnapshotEngine:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._local = threading.local()
+        self._local = _Local()
+        self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
+        self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.engine, name)
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        pinned = getattr(self._local, "conn", None)
-        if pinned is not None:
-            yield pinned
+        local = self._local
+        if local.active and local.pinned is not None:
+            yield local.pinned.conn
             return
         with self.engine.connect() as conn:
             yield conn
 
+    def dbapi(self) -> Any:
+        """The pinned DBAPI connection inside a snapshot, else None (use ``connect``)."""
+        local = self._local
+        return local.pinned.raw if local.active and local.pinned is not None else None
+
+    def fingerprint(self) -> Fingerprint:
+        """The ``profile_set`` state in the calling thread's snapshot."""
+        pinned = self._local.pinned
+        if pinned is None or not self._local.active:
+            raise RuntimeError("fingerprint() outside a snapshot")
+        return pinned.fingerprint()
+
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
         """The thread's read snapshot (nested calls share the outer one)."""
-        pinned = getattr(self._local, "conn", None)
-        if pinned is not None:
-            yield pinned
+        local = self._local
+        if local.active and local.pinned is not None:
+            yield local.pinned.conn
             return
-        with self.engine.connect() as conn:
-            self._local.conn = begin_read_snapshot(conn)
+        pinned = local.pinned
+        if pinned is None:
+            pinned = local.pinned = _Pinned(self.engine)
+            with self._lock:
+                self._all.add(pinned)
+        try:
+            pinned.begin()
+        except Exception:
+            self._drop(pinned)
+            raise
+        local.active = True
+        try:
+            yield pinned.conn
+        finally:
+            local.active = False
             try:
-                yield conn
-            finally:
-                self._local.conn = None
-                conn.rollback()
+                pinned.end()
+            except Exception:  # a broken connection: the next snapshot opens a new one
+                self._drop(pinned)
+
+    def _drop(self, pinned: _Pinned) -> None:
+        """Forget a connection that failed (the next snapshot opens a new one)."""
+        pinned.close()
+        if self._local.pinned is pinned:
+            self._local.pinned = None
+        with self._lock:
+            self._all.discard(pinned)
+
+    def close(self) -> None:
+        """Return every thread's pinned connection (before the engine is disposed)."""
+        with self._lock:
+            pinned, self._all = list(self._all), weakref.WeakSet()
+        for p in pinned:
+            p.close()
+        self._local.pinned = None
 
 
 @dataclass

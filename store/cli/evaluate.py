@@ -92,7 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the regime with the most points)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
     p.set_defaults(handler=plot)
-    p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
+    p = subparsers.add_parser(
+        "bench", help="ingest and lookup timings, base and scaled",
+        description="Ingest and lookup timings on the v0.18 database and a scaled copy; with "
+                    "--baseline, the same figures for an older revision beside them.",
+        epilog="example: profstore bench --scale 30 --baseline main --json bench.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=benchmod.DEFAULT_ROOT, metavar="DIR")
     p.add_argument("--json", metavar="FILE", help="write the measurements here")
     p.add_argument("--scale", type=_positive, default=10, metavar="N")
@@ -100,6 +105,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", type=Path, default=benchmod.default_cache_dir(),
                    metavar="DIR", help="where the scaled database is kept between runs")
     p.add_argument("--rebuild", action="store_true", help="rebuild the scaled database")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also measure this git revision of the repository (e.g. main), with "
+                        "the same probe, and check that its answers agree leaf by leaf")
+    p.add_argument("--pg-url", metavar="URL",
+                   help="a PostgreSQL database the bench may EMPTY and fill, to time the "
+                        "stream on PostgreSQL too")
     p.add_argument("--no-cache", action="store_true",
                    help="build the scaled database in a temporary directory, keep nothing")
     p.set_defaults(handler=bench)
@@ -279,7 +290,8 @@ BENCH_ROWS = [("ingest_s", "ingest (s)"), ("ingest_rows", "rows ingested"),
 
 def bench(args: argparse.Namespace) -> int:
     options = benchmod.BenchOptions(args.root, args.scale, args.quick,
-                                    None if args.no_cache else args.cache_dir, args.rebuild)
+                                    None if args.no_cache else args.cache_dir, args.rebuild,
+                                    args.baseline, args.pg_url)
     try:
         result = benchmod.run_bench(options, lambda m: print(m, file=sys.stderr))
     except (FileNotFoundError, RuntimeError) as exc:
@@ -288,7 +300,17 @@ def bench(args: argparse.Namespace) -> int:
     scaled = f"x{result['scale']}" + (" (cached build)" if result["scaled"].get("cached") else "")
     print_table(rows, [Column("what", "MEASUREMENT"), Column("base", "V0.18", True),
                        Column("scaled", scaled.upper(), True), Column("ratio", "RATIO", True)])
-    print(f"targets: {json.dumps(result['base']['methods'])}; workload {result['workload']}")
+    print(f"targets: {json.dumps(result['base']['methods'])}; stream of {result['stream']} "
+          f"leaves")
+    print()
+    print_table(benchmod.issue_table(result),
+                [Column("what", "ISSUE #11 MEASURE"),
+                 Column("before", f"BEFORE ({result.get('baseline', {}).get('revision', '-')})"),
+                 Column("after", "AFTER"), Column("target", "TARGET")])
+    agreement = result.get("agreement")
+    if agreement:
+        print(f"answers: {agreement['leaves'] - agreement['differing']}/{agreement['leaves']} "
+              f"stream leaves agree; replays agree: {agreement['replays_agree']}")
     if args.json:
         Path(args.json).write_text(to_json(result, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""``profstore bench``: the DESIGN §10 measurements, side by side on the v0.18 database and
-on one ``scale`` times larger, in one run.
+"""``profstore bench``: the DESIGN §10 and issue #11 measurements, on the v0.18 database and
+on one ``scale`` times larger, for the current code and (``baseline``) an older revision,
+side by side from one run.
 
 The larger database is made the way a user would grow one: the v0.18 directory (and its
 HCCL set) is copied under other device names into a temporary root and ingested. That
@@ -8,22 +9,27 @@ content hash, the scale and a fingerprint of the code (a change in ingest or pat
 rebuilds it, replacing the old build); a reused build reports the ingest time measured
 when it was built. The v0.18 database itself is ingested afresh in every run.
 
-Each database is measured in a fresh subprocess, so cold open and peak RSS are per
-database. "Uncached" means the result, candidate and triangulation caches are emptied
-before every call (``Store.clear_cache()`` plus a new triangulation cache); the version's
-mapping stays loaded (its load time is measured on its own).
+Every measurement runs ``bench_probe`` in a fresh interpreter, so cold open and peak RSS
+are per database, and the baseline is timed by the very same probe: its revision is
+exported with ``git archive`` into a directory laid out as the ``profstore`` package and
+put first on ``PYTHONPATH``. "Uncached" means the Store's caches are emptied before every
+call (``Store.clear_cache()``); the version's mapping stays loaded (its load time is
+measured on its own). The realistic stream is every distinct leaf of the four workloads
+once, on a fresh Store; its answers, compared leaf by leaf, say whether both revisions
+agree.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,34 +37,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profstore.evaluation import bench_probe
+from profstore.evaluation.bench_probe import TARGETS, VERSION
 from profstore.ingest.discover import HCCL, VLLM, VersionSource, content_hash, discover
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ROOT = REPO.parent / "shared" / "perfdb"
 WORKLOADS = REPO.parent / "shared" / "workloads"
-VERSION = "v0.18"
 QUICK_KERNELS = ("RmsNorm", "DynamicQuant", "BatchMatMulV2")
-BF16 = "bfloat16"
-
-TARGETS: dict[str, tuple[dict[str, Any], str]] = {
-    "exact": ({"op": "tensor_cast.rms_norm.default",
-               "args": [{"shape": [128, 7168], "dtype": BF16}, {"shape": [7168], "dtype": BF16},
-                        1e-6], "outputs": [{"shape": [128, 7168], "dtype": BF16}]}, "base_exact"),
-    "interp_1d": ({"op": "tensor_cast.rms_norm.default",
-                   "args": [{"shape": [100, 7168], "dtype": BF16},
-                            {"shape": [7168], "dtype": BF16}, 1e-6],
-                   "outputs": [{"shape": [100, 7168], "dtype": BF16}]}, "linear_1d"),
-    "interp_2d": ({"op": "tensor_cast.dynamic_quantize_symmetric.default",
-                   "args": [{"shape": [19, 320], "dtype": BF16}],
-                   "outputs": [{"shape": [19, 320], "dtype": "int8"},
-                               {"shape": [19], "dtype": "float32"}]}, "simplex_2d"),
-    "interp_3d": ({"op": "aten.bmm.default",
-                   "args": [{"shape": [16, 2, 96], "dtype": BF16},
-                            {"shape": [16, 96, 192], "dtype": BF16}],
-                   "outputs": [{"shape": [16, 2, 192], "dtype": BF16}]}, "simplex_3d"),
-}
-"""Real v0.18 targets: a measured RmsNorm, and interior coordinates answered in 1-D
-(RmsNorm tokens), 2-D (DynamicQuant M+K) and 3-D (batched MatMul M+K+N)."""
+PACKAGES = {"store": "profstore", "ingest": "profstore/ingest",
+            "migrations": "profstore/migrations"}
+__all__ = ["TARGETS", "VERSION", "BenchOptions", "run_bench"]
 
 MEASUREMENT_KEYS = (
     "ingest_s", "ingest_rows", "db_mb", "cold_open_first_lookup_ms", "profile_load_ms",
@@ -75,18 +64,27 @@ class BenchOptions:
     quick: bool = False
     cache_dir: Path | None = None
     rebuild: bool = False
+    baseline: str | None = None
+    """A git revision of this repository to measure beside the current code."""
+    pg_url: str | None = None
+    """A PostgreSQL database the bench may empty and fill (both revisions, in turn)."""
 
     @property
     def reps(self) -> int:
         return 3 if self.quick else 20
 
     @property
-    def stream(self) -> int:
+    def mixed(self) -> int:
         return 300 if self.quick else 10000
 
-    @property
-    def workload(self) -> Path:
-        return WORKLOADS / ("qwen3_32b_decode.json" if self.quick else "dsv3_decode.json")
+
+@dataclass(frozen=True)
+class Tree:
+    """Code to measure: ``lib`` goes first on PYTHONPATH (None: the installed profstore)."""
+
+    label: str
+    lib: Path | None
+    fingerprint: str
 
 
 def default_cache_dir() -> Path:
@@ -99,7 +97,7 @@ def environment() -> dict[str, Any]:
 
     threads = {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     return {"python": platform.python_version(), "cpus": os.cpu_count(),
-            "machine": platform.machine(), **threads}
+            "machine": platform.machine(), "load_average": list(os.getloadavg()), **threads}
 
 
 def sources(root: Path) -> tuple[VersionSource, VersionSource | None]:
@@ -128,168 +126,238 @@ def stage(root: Path, dest: Path, copies: int, kernels: tuple[str, ...] | None) 
     return dest
 
 
-def ingest(root: Path, db: Path) -> dict[str, Any]:
-    from profstore.db import make_engine, upgrade
-    from profstore.ingest.loader import ingest_path
-
-    engine = make_engine(db)
-    upgrade(engine)
-    started = time.perf_counter()
-    summaries = ingest_path(engine, root)
-    seconds = time.perf_counter() - started
-    engine.dispose()
-    return {"ingest_s": seconds, "ingest_rows": sum(s.rows_read for s in summaries),
-            "versions": len(summaries)}
+def csv_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*.csv"))
 
 
-def code_fingerprint() -> str:
+def code_fingerprint(source: Path = REPO) -> str:
     digest = hashlib.sha256()
-    for package in ("store", "ingest", "migrations"):
-        for path in sorted((REPO / package).rglob("*.py")):
-            digest.update(path.relative_to(REPO).as_posix().encode())
+    for package in PACKAGES:
+        for path in sorted((source / package).rglob("*.py")):
+            digest.update(path.relative_to(source).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def build(options: BenchOptions, workdir: Path, copies: int,
+def export_tree(revision: str, dest: Path) -> Tree:
+    """``revision`` of this repository as an importable ``profstore`` under ``dest``."""
+    done = subprocess.run(["git", "-C", str(REPO), "archive", revision, *PACKAGES],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"git archive {revision}: {done.stderr.decode().strip()}")
+    source, lib = dest / "src", dest / "lib"
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        archive.extractall(source, filter="data")
+    for folder, package in PACKAGES.items():
+        shutil.copytree(source / folder, lib / package, dirs_exist_ok=True)
+    return Tree(revision, lib, code_fingerprint(source))
+
+
+def probe(tree: Tree, spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one ``bench_probe`` task in a fresh interpreter on ``tree``'s code."""
+    env = dict(os.environ)
+    if tree.lib is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree.lib), *filter(None, [
+            os.environ.get("PYTHONPATH")])])
+    done = subprocess.run([sys.executable, "-P", bench_probe.__file__, json.dumps(spec)],
+                          env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench probe {spec['task']} ({tree.label}) failed: "
+                           f"{done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def startup(tree: Tree, runs: int) -> dict[str, float]:
+    """Median wall seconds of ``import profstore.api`` and ``profstore --help``."""
+    env = dict(os.environ)
+    if tree.lib is not None:
+        env["PYTHONPATH"] = str(tree.lib)
+    out = {}
+    for key, args in (("import_s", ["-c", "import profstore.api"]),
+                      ("help_s", ["-m", "profstore", "--help"])):
+        samples = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-P", *args], env=env, capture_output=True,
+                           check=True)
+            samples.append(time.perf_counter() - t0)
+        out[key] = statistics.median(samples)
+    return out
+
+
+def build(options: BenchOptions, tree: Tree, workdir: Path, copies: int,
           log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
     """An ingested database of ``copies`` device copies. The scaled one (copies > 1, not in
     quick mode) lives in the cache directory and is reused while the data, scale and code
-    are unchanged; building it replaces the earlier builds of that scale."""
+    are unchanged; building it replaces the earlier builds of that scale and code."""
     vllm, hccl = sources(options.root)
     kernels = QUICK_KERNELS if options.quick else None
     cache = options.cache_dir if copies > 1 and not options.quick else None
-    db = workdir / f"bench-{copies}.db"
+    db = workdir / f"bench-{tree.fingerprint}-{copies}.db"
     if cache is not None:
         key = hashlib.sha256(json.dumps([
             content_hash({p.name: p.read_bytes() for p in vllm.files()}),
             content_hash({p.name: p.read_bytes() for p in hccl.files()}) if hccl else "",
-            copies, code_fingerprint()]).encode()).hexdigest()[:20]
+            copies, tree.fingerprint]).encode()).hexdigest()[:20]
         db, meta = cache / f"bench-x{copies}-{key}.db", cache / f"bench-x{copies}-{key}.json"
         if db.is_file() and meta.is_file() and not options.rebuild:
-            log(f"reusing the {copies}-copy database built earlier ({db})")
+            log(f"reusing the {copies}-copy database built earlier by {tree.label} ({db})")
             return db, {**json.loads(meta.read_text()), "cached": True}
         cache.mkdir(parents=True, exist_ok=True)
-        for old in cache.glob(f"bench-x{copies}-*"):
+        for old in cache.glob(f"bench-x{copies}-{key}*"):
             old.unlink()
-    staged = stage(options.root, workdir / f"root-{copies}", copies, kernels)
-    log(f"ingesting {copies} cop{'y' if copies == 1 else 'ies'} of {vllm.directory} …")
-    figures = ingest(staged, db)
+    staged = stage(options.root, workdir / f"root-{tree.fingerprint}-{copies}", copies, kernels)
+    log(f"{tree.label}: ingesting {copies} cop{'y' if copies == 1 else 'ies'} of "
+        f"{vllm.directory} …")
+    figures = {**probe(tree, {"task": "ingest", "root": str(staged), "db": str(db)}),
+               "csv_bytes": csv_bytes(staged)}
     shutil.rmtree(staged)
     if cache is not None:
         meta.write_text(json.dumps(figures))
     return db, {**figures, "cached": False}
 
 
-def measure_subprocess(db: Path, options: BenchOptions) -> dict[str, Any]:
-    """Run ``measure`` in a fresh interpreter (cold caches, its own peak RSS)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    spec = json.dumps({"db": str(db), "reps": options.reps, "stream": options.stream,
-                       "workload": str(options.workload)})
-    done = subprocess.run([sys.executable, "-m", "profstore.evaluation.bench", spec], env=env,
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"bench measurement failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)
+def ingest_corpus(root: Path, tree: Tree, workdir: Path,
+                  log: Callable[[str], None]) -> dict[str, Any]:
+    """The whole corpus under ``root`` (every version), ingested into a fresh file."""
+    db = workdir / f"corpus-{tree.fingerprint}.db"
+    log(f"{tree.label}: ingesting the whole corpus …")
+    figures = probe(tree, {"task": "ingest", "root": str(root), "db": str(db)})
+    size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal")
+               if Path(f"{db}{s}").exists())
+    db.unlink()
+    return {**figures, "db_mb": size / 2**20, "csv_bytes": csv_bytes(root),
+            "db_per_csv": size / csv_bytes(root)}
 
 
-def _median_us(samples: list[float]) -> float:
-    return statistics.median(samples) * 1e6
-
-
-def measure(db: str, reps: int, stream: int, workload: str) -> dict[str, Any]:
-    import resource
-
-    from profstore.api import Store
-    from profstore.evaluation.replay import load_trace, trace_context, trace_variants
-    from profstore.geometry import TriangulationCache
-    from profstore.leaf import LeafOp
-
-    leaves = {name: LeafOp.from_json(d) for name, (d, _) in TARGETS.items()}
+def measure_tree(options: BenchOptions, tree: Tree, workdir: Path, scale: int,
+                 log: Callable[[str], None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    started = time.perf_counter()
-    store = Store.open(db)
-    first = store.lookup(leaves["exact"], VERSION)
-    out["cold_open_first_lookup_ms"] = (time.perf_counter() - started) * 1e3
-    out["methods"] = {}
-    for _ in range(reps):
-        store.clear_cache()
-        t0 = time.perf_counter()
-        store.profile(VERSION)
-        out.setdefault("_profile", []).append(time.perf_counter() - t0)
-    out["profile_load_ms"] = statistics.median(out.pop("_profile")) * 1e3
-    warm = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(100):
-            store.lookup(leaves["exact"], VERSION)
-        warm.append((time.perf_counter() - t0) / 100)
-    out["warm_exact_us"] = _median_us(warm)
-    for name, leaf in leaves.items():
-        samples = []
-        for _ in range(reps):
-            store.clear_cache()
-            store.dispatcher.runner.triangulations = TriangulationCache(512)
-            store.profile(VERSION)
-            t0 = time.perf_counter()
-            result = store.lookup(leaf, VERSION)
-            samples.append(time.perf_counter() - t0)
-        out[f"uncached_{name}_us"] = _median_us(samples)
-        out["methods"][name] = result.details.get("method") or f"miss:{result.reason}"
-    out["first_lookup_method"] = first.details.get("method")
-    store.close()
-    out.update(_streams(db, workload, stream, leaves, load_trace, trace_context, trace_variants))
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for label, copies in (("base", 1), ("scaled", scale)):
+        db, figures = build(options, tree, workdir, copies, log)
+        log(f"{tree.label}: measuring the {label} database …")
+        measured = probe(tree, {"task": "lookups", "db": str(db), "reps": options.reps,
+                                "workloads": str(WORKLOADS), "mixed": options.mixed,
+                                "replays": True})
+        size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal")
+                   if Path(f"{db}{s}").exists())
+        out[label] = {**figures, "db_mb": size / 2**20, "db_per_csv": size / figures["csv_bytes"],
+                      **measured, "copies": copies}
+    if not options.quick:
+        out["corpus"] = ingest_corpus(options.root, tree, workdir, log)
+    out["startup"] = startup(tree, 3 if options.quick else 7)
+    if options.pg_url:
+        log(f"{tree.label}: PostgreSQL …")
+        _empty_postgres(options.pg_url)
+        out["postgres"] = probe(tree, {"task": "postgres", "url": options.pg_url,
+                                       "root": str(stage(options.root, workdir / "pg", 1, None)),
+                                       "workloads": str(WORKLOADS)})
+        shutil.rmtree(workdir / "pg")
     return out
 
 
-def _streams(db: str, workload: str, stream: int, leaves: dict, load_trace: Any,
-             trace_context: Any, trace_variants: Any) -> dict[str, Any]:
-    from profstore.api import Store
-    from profstore.evaluation.replay import replay_workload
+def _empty_postgres(url: str) -> None:
+    from sqlalchemy import create_engine, text
 
-    with Store.open(db) as store:
-        t0 = time.perf_counter()
-        replay = replay_workload(store, workload, VERSION)
-        replay_s = time.perf_counter() - t0
-    pool = list(leaves.values())
-    for path in sorted(WORKLOADS.glob("*.json")):
-        trace, _ = load_trace(path)
-        pool += [v.leaf for v in trace_variants(trace, trace_context(trace, 16, 16), "float16")
-                 if v.leaf is not None]
-    chosen = random.Random(0).choices(pool, k=stream)
-    rates = {}
-    for key, cache_size in (("mixed_lookups_per_s", 65536), ("mixed_uncached_lookups_per_s", 0)):
-        with Store.open(db, cache_size=cache_size) as store:
-            t0 = time.perf_counter()
-            for leaf in chosen:
-                store.lookup(leaf, VERSION)
-            rates[key] = stream / (time.perf_counter() - t0)
-    return {"replay_s": replay_s, "replay_calls": replay.calls,
-            "replay_unique_shapes": replay.unique_shapes, "mixed_pool": len(pool), **rates}
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def agreement(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Leaf-by-leaf agreement of the stream's answers and of each workload replay."""
+    old, new = before["base"]["answers"], after["base"]["answers"]
+    differ = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    replays = {name: before["base"]["replays"][name] == r
+               for name, r in after["base"]["replays"].items() if name in before["base"]["replays"]}
+    differ_replays = {name: {k: (before["base"]["replays"][name][k], r[k]) for k in r
+                             if k != "seconds" and before["base"]["replays"][name][k] != r[k]}
+                      for name, r in after["base"]["replays"].items()}
+    return {"leaves": len(new), "same_count": len(old) == len(new), "differing": len(differ),
+            "first_differences": [{"index": i, "before": old[i], "after": new[i]}
+                                  for i in differ[:10]],
+            "replays_agree": all(not d for d in differ_replays.values()) and bool(replays),
+            "replay_differences": {k: v for k, v in differ_replays.items() if v}}
+
+
+def _f(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _figures(side: dict[str, Any] | None, scale: int) -> list[str]:
+    """One column of the issue #11 table (see ``ISSUE_ROWS``)."""
+    if not side:
+        return ["n/a"] * len(ISSUE_ROWS)
+    base, scaled = side["base"], side["scaled"]
+    stream, pg, corpus = base["stream_us"], side.get("postgres"), side.get("corpus")
+    rss = scaled["stream_rss_mb"] / base["stream_rss_mb"]
+    return [
+        f"{_f(stream['mean'])} / {_f(stream['median'])} / {_f(stream['p90'])}",
+        _f(base["uncached_exact_us"]),
+        f"{_f(base['regime_cached_1d_us'])} / {_f(base['uncached_interp_1d_us'])}",
+        _f(base["warm_exact_us"], 2),
+        _f(max(base["stream_us"]["max"], scaled["stream_us"]["max"]) / 1e3, 1),
+        _f(pg["stream_us"]["median"] / 1e3, 2) if pg else "n/a",
+        f"{_f(corpus['ingest_s'], 1) if corpus else 'n/a'} / {_f(scaled['ingest_s'], 1)}"
+        f"{' (cached build)' if scaled.get('cached') else ''}",
+        f"{_f(corpus['db_per_csv'], 2) if corpus else 'n/a'} / {_f(scaled['db_per_csv'], 2)}",
+        f"{_f(side['startup']['import_s'], 2)} / {_f(side['startup']['help_s'], 2)}",
+        f"{_f(base['stream_rss_mb'])} → {_f(scaled['stream_rss_mb'])} MB ({rss:.2f}×)",
+    ]
+
+
+ISSUE_ROWS = (
+    ("uncached stream mean / median / p90 (us)", "<= 250 / 150 / 400"),
+    ("uncached exact hit (us)", "<= 80"),
+    ("1-D regime cached / not cached (us)", "<= 130 / 220"),
+    ("warm, result cached (us)", "<= 2"),
+    ("slowest single lookup, 1x and scaled (ms)", "<= 20"),
+    ("PostgreSQL uncached median (ms)", "<= 1"),
+    ("ingest whole corpus / scaled v0.18 (s)", "<= 4 / <= 120 (30x)"),
+    ("database / CSV bytes, corpus / scaled", "<= 2.5"),
+    ("import profstore.api / profstore --help (s)", "<= 0.35"),
+    ("RSS of the stream, 1x -> scaled", "<= 1.2x"),
+)
+"""The rows of issue #11's table of targets, in its order."""
+
+
+def issue_table(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The issue's table: the baseline's figures and the current code's, one row each."""
+    current = {"base": doc["base"], "scaled": doc["scaled"], "startup": doc["startup"],
+               "postgres": doc.get("postgres"), "corpus": doc.get("corpus")}
+    before = _figures(doc.get("baseline"), doc["scale"])
+    after = _figures(current, doc["scale"])
+    return [{"what": what, "before": b, "after": a, "target": target}
+            for (what, target), b, a in zip(ISSUE_ROWS, before, after)]
 
 
 def run_bench(options: BenchOptions, log: Callable[[str], None] = lambda _: None
               ) -> dict[str, Any]:
-    """Measure the base and the scaled database; returns the JSON document."""
+    """Measure the current code (and the baseline revision); returns the JSON document."""
     scale = 2 if options.quick and options.scale > 2 else options.scale
     with tempfile.TemporaryDirectory(prefix="profstore-bench-") as tmp:
-        results = {}
-        for label, copies in (("base", 1), ("scaled", scale)):
-            db, figures = build(options, Path(tmp), copies, log)
-            log(f"measuring the {label} database …")
-            measured = measure_subprocess(db, options)
-            size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal")
-                       if Path(f"{db}{s}").exists())
-            results[label] = {**figures, "db_mb": size / 2**20, **measured, "copies": copies}
-    return {"version": VERSION, "root": str(options.root), "scale": scale,
-            "quick": options.quick, "targets": {k: v[1] for k, v in TARGETS.items()},
-            "workload": options.workload.name, "reps": options.reps,
-            "stream": options.stream, "keys": list(MEASUREMENT_KEYS),
-            "environment": environment(), **results}
+        work = Path(tmp)
+        trees = [Tree("current", None, code_fingerprint())]
+        if options.baseline:
+            trees.insert(0, export_tree(options.baseline, work / "baseline"))
+        measured = {t.label: measure_tree(options, t, work, scale, log) for t in trees}
+    current = measured["current"]
+    doc: dict[str, Any] = {
+        "version": VERSION, "root": str(options.root), "scale": scale, "quick": options.quick,
+        "targets": {k: v[1] for k, v in TARGETS.items()}, "reps": options.reps,
+        "stream": current["base"]["stream_leaves"], "keys": list(MEASUREMENT_KEYS),
+        "environment": environment(), "base": current["base"], "scaled": current["scaled"],
+        "startup": current["startup"], "postgres": current.get("postgres"),
+        "corpus": current.get("corpus"),
+    }
+    if options.baseline:
+        before = measured[options.baseline]
+        doc["baseline"] = {"revision": options.baseline, **before}
+        doc["agreement"] = agreement(before, current)
+    return doc
 
 
 if __name__ == "__main__":
-    spec = json.loads(sys.argv[1])
-    print(json.dumps(measure(spec["db"], spec["reps"], spec["stream"], spec["workload"])))
+    bench_probe.main(sys.argv[1:])
