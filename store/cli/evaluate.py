@@ -92,12 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the regime with the most points)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
     p.set_defaults(handler=plot)
-    p = subparsers.add_parser(
-        "bench", help="ingest and lookup timings, base and scaled",
-        description="Ingest and lookup timings on the v0.18 database and a scaled copy; with "
-                    "--baseline, the same figures for an older revision beside them.",
-        epilog="example: profstore bench --scale 30 --baseline main --json bench.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
     p.add_argument("--root", type=Path, default=benchmod.DEFAULT_ROOT, metavar="DIR")
     p.add_argument("--json", metavar="FILE", help="write the measurements here")
     p.add_argument("--scale", type=_positive, default=10, metavar="N")
