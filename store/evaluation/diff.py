@@ -20,6 +20,7 @@ from profstore import schema as t
 from profstore.api import Store
 from profstore.evaluation.workload import Workload, run_workload
 from profstore.mapping import MappingEntry
+from profstore.paths.registry import selector_of
 from sqlalchemy import select
 
 MAPPING_FIELDS = ("kernel_type", "alternate_kernel_types", "selector", "zero_cost")
@@ -194,7 +195,7 @@ def compare_coordinates(before: dict[Key, Measured], after: dict[Key, Measured]
 
 
 def _field(entry: MappingEntry, name: str) -> Any:
-    value = getattr(entry, name)
+    value = selector_of(entry) if name == "selector" else getattr(entry, name)
     return list(value) if isinstance(value, tuple) else value
 
 

@@ -31,7 +31,7 @@ from profstore.evaluation.standin import standin_store
 from profstore.evaluation.workload import Answer, Workload, WorkloadRun, run_workload
 from profstore.ingest.writer import Row
 from profstore.paths.base import Refusal, TargetContext
-from profstore.paths.registry import path_for
+from profstore.paths.registry import path_for, selector_of
 from profstore.wrapper import Profile
 from sqlalchemy import select
 
@@ -152,7 +152,7 @@ def target_of(answer: Answer, profile: Profile) -> Target | str:
     tried = details.get("attempted_kernels") or []
     kernel = details.get("kernel_type") or (tried[0].get("kernel") if tried else None) or (
         entry.kernels[0] if entry.kernels else None)
-    path = path_for(entry.selector, kernel) if kernel else None
+    path = path_for(selector_of(entry), kernel) if kernel else None
     if kernel is None or path is None or entry.composite or entry.is_communication:
         return f"no interpolating path ({result.reason.value if result.reason else 'none'})"
     policy = profile.mapping.policy(kernel)
