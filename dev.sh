@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for a newcomer:
 #   ./dev.sh demo    set up a virtualenv, generate the demo profiling data, ingest it, inspect, look up
-#   ./dev.sh test    set up the virtualenv and run the whole test suite on SQLite; when
+#   ./dev.sh test    set up the virtualenv, type-check the package (.ci/typecheck.sh: mypy on an
+#                    installed copy) and run the whole test suite on SQLite; when
 #                    PROFSTORE_TEST_PG_URL is set (.ci/run sets it), run the database-backed
 #                    folders again on PostgreSQL (--backend postgresql; unit tests and the
 #                    pure parser fuzzers are backend-independent and run once)
@@ -27,6 +28,7 @@ case "${1:-}" in
   test)
     setup
     shift
+    bash .ci/typecheck.sh "$VENV/bin/python"
     "$VENV/bin/python" -m pytest -q "$@"
     if [ "$#" -eq 0 ]; then
       echo "== benchmark smoke runs (-m bench) =="

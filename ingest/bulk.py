@@ -39,6 +39,8 @@ def _statement(verb: str, conn: Connection, table: Table, columns: Sequence[str]
 
 
 def _copy(conn: Connection, statement: str, rows: list[tuple]) -> None:
-    with conn.connection.driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
+    driver = conn.connection.driver_connection
+    assert driver is not None, "a checked-out connection has its DBAPI connection"
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:
         for row in rows:
             copy.write_row(row)

@@ -14,7 +14,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from profstore.dtypes import is_known_profiler_dtype
 from profstore.latency import CORE_TIME_COLUMNS, LatencyError, select_latency
@@ -36,8 +36,15 @@ LFS_MARKER = "version https://git-lfs.github.com/spec/"
 LFS_MESSAGE = "this is a Git LFS pointer, not CSV content; run git lfs pull"
 
 
+class _Refusable(Protocol):
+    """A file readout that a whole-file refusal fills in (kernel or communication CSV)."""
+
+    rejected: list[Rejected]
+    refusal: str | None
+
+
 _Outcome = TypeVar("_Outcome")
-_Readout = TypeVar("_Readout")
+_Readout = TypeVar("_Readout", bound=_Refusable)
 
 
 class RejectCode(str, enum.Enum):
@@ -205,7 +212,10 @@ def read_kernel_csv(raw: bytes, kernel_type: str, policy: KernelPolicy) -> FileR
         outcome = _parse_line(line_no, text, layout, kernel_type, policy, reader)
         if not split.complete and line_no == last:
             outcome = mark_truncated(outcome)
-        (readout.accepted if isinstance(outcome, Accepted) else readout.rejected).append(outcome)
+        if isinstance(outcome, Accepted):
+            readout.accepted.append(outcome)
+        else:
+            readout.rejected.append(outcome)
     return readout
 
 

@@ -65,7 +65,10 @@ def read_comm_csv(raw: bytes) -> CommReadout:
         outcome = cells if isinstance(cells, Rejected) else _comm_row(line_no, text, cells)
         if not split.complete and line_no == last:
             outcome = mark_truncated(outcome)
-        (readout.rejected if isinstance(outcome, Rejected) else readout.accepted).append(outcome)
+        if isinstance(outcome, Rejected):
+            readout.rejected.append(outcome)
+        else:
+            readout.accepted.append(outcome)
     return readout
 
 

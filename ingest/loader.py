@@ -12,7 +12,7 @@ from pathlib import Path
 
 from profstore import schema as t
 from profstore.db import bulk_load_settings
-from profstore.ingest.csvfile import RejectCode, read_kernel_csv
+from profstore.ingest.csvfile import FileReadout, RejectCode, read_kernel_csv
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,
@@ -21,7 +21,7 @@ from profstore.ingest.discover import (
     discover,
     file_hash,
 )
-from profstore.ingest.hccl import read_comm_csv
+from profstore.ingest.hccl import CommReadout, read_comm_csv
 from profstore.ingest.rows_to_sql import RowWriter
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from sqlalchemy import Connection, Engine, delete, func, insert, select
@@ -133,6 +133,7 @@ def _load(
     csv_names = [n for n in sorted(files) if n.lower().endswith(".csv")]
     for done, name in enumerate(csv_names, start=1):
         kernel = Path(name).stem
+        readout: CommReadout | FileReadout
         if source.framework == HCCL:
             readout = read_comm_csv(files[name])
             writer.write_comm_file(name, kernel, file_hash(files[name]), readout)

@@ -58,7 +58,7 @@ class RowWriter:
         self.profile_id = profile_id
         self.buffers: dict[str, list[tuple]] = {}
         self.dicts: dict[str, list[dict]] = {}
-        self.keys = StrippedKeyPlanner()
+        self.keys: StrippedKeyPlanner[tuple[int, float, str]] = StrippedKeyPlanner()
         self.regimes = RegimeMemo()
         self._next_id = {
             name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1

@@ -34,7 +34,7 @@ class Caches(NamedTuple):
 
     queries: CandidateQueries
     dispatcher: Dispatcher
-    results: LRU
+    results: LRU[QueryResult]
 
 
 class _ResultKey:

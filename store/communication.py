@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from profstore import schema as t
-from profstore.candidates import LRU
+from profstore.candidates import LRU, Connectable
 from profstore.dtypes import element_size
 from profstore.leaf import LeafOp, TensorSpec
 from profstore.result import QueryResult, Reason
-from sqlalchemy import Engine, select
+from sqlalchemy import select
 
 ALPHA_BETA_CONFIDENCE = 0.8
 
@@ -58,9 +59,9 @@ def device_count(leaf: LeafOp) -> int | None:
 
 
 class CommunicationLookup:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Connectable) -> None:
         self.engine = engine
-        self._cache = LRU(256)
+        self._cache: LRU[list[CommPoint] | None] = LRU(256)
 
     def lookup(self, leaf: LeafOp, kernels: tuple[str, ...], profile_id: int | None,
                payload: TensorSpec | None = None) -> QueryResult:
@@ -79,6 +80,7 @@ class CommunicationLookup:
             result = self._kernel(leaf, kernel, devices, profile_id, payload)
             if result.hit:
                 return result
+            assert result.reason is not None, "a miss names its reason"
             attempts.append({"kernel": kernel, "reason": result.reason.value,
                              **result.details})
         reason = Reason(attempts[-1]["reason"]) if attempts else Reason.UNMAPPED
@@ -182,7 +184,8 @@ def global_fit(curve: SizeCurve) -> tuple[float, float]:
 
 
 def _answer(points: list[CommPoint], size: float, collective: str, target: dict) -> QueryResult:
-    base = {"kernel_type": collective, "target": target, "candidate_count": len(points)}
+    base: dict[str, Any] = {"kernel_type": collective, "target": target,
+                            "candidate_count": len(points)}
     same = [p for p in points if p.message_bytes == size]
     if same:
         return QueryResult.measured(

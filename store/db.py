@@ -118,7 +118,7 @@ def bulk_load_settings(conn: Connection) -> Iterator[None]:
     if conn.dialect.name != "sqlite":
         yield
         return
-    previous = conn.exec_driver_sql("PRAGMA cache_size").scalar()
+    previous = conn.exec_driver_sql("PRAGMA cache_size").scalar_one()
     conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_LOAD_CACHE_KIB}")
     try:
         yield

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from profstore.ingest.writer import Row, write_hccl, write_version
 
@@ -71,7 +72,7 @@ def dynamic_quant_rows() -> Iterator[Row]:
 
 
 def all_reduce_rows() -> list[list[object]]:
-    rows = []
+    rows: list[list[object]] = []
     for size in (1024, 65536, 1048576, 16777216):
         latency = round(20.0 + size / 40000.0, 3)
         rows.append([size, 16, "DT_BF16", 1, latency, round(size / latency / 1000, 3)])
@@ -91,7 +92,7 @@ def write_demo_data(root: Path) -> Path:
     return root
 
 
-DEMO_QUERIES = [
+DEMO_QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("measured RmsNorm", {
         "op": "tensor_cast.rms_norm.default",
         "args": [{"shape": [64, HIDDEN], "dtype": "bfloat16"},

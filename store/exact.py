@@ -99,16 +99,21 @@ class BaseExact:
         rank = column_rank(mapping.policy(kernel))
         if same:
             merged = merge_coordinate(same, rank, unique_required=False).merged
+            assert merged is not None, _ALWAYS_MERGED
             return _measured(merged.latency_us, merged.rows, kernel, merged.duplicates,
                              method="base_elementwise")
         row_dtype, _ = rows[0]
         chosen = [r for d, r in rows if d == row_dtype]
         merged = merge_coordinate(chosen, rank, unique_required=False).merged
+        assert merged is not None, _ALWAYS_MERGED
         ratio = element_size(dtype) / element_size(row_dtype)
         result = _measured(merged.latency_us * ratio, merged.rows, kernel, merged.duplicates,
                            method="base_elementwise_byte_ratio")
         result.details.update(byte_ratio=ratio, row_dtype=row_dtype, target_dtype=dtype)
         return replace(result, confidence=BYTE_RATIO_CONFIDENCE)
+
+
+_ALWAYS_MERGED = "rows without a semantic discriminator merge unless uniqueness is required"
 
 
 def composite(leaf: LeafOp, entry: MappingEntry, lookup_kernel: Callable[[str], QueryResult]
@@ -120,15 +125,15 @@ def composite(leaf: LeafOp, entry: MappingEntry, lookup_kernel: Callable[[str], 
     rows: dict[str, list[Any]] = {}
     for kernel in entry.sub_kernels:
         result = lookup_kernel(kernel)
-        if result.hit:
+        if result.latency_us is not None:
             hits[kernel] = float(result.latency_us)
             parts[kernel] = result.details.get("method")
             rows[kernel] = list(result.details.get("matched_rows", []))
         else:
             missed[kernel] = result.reason.value if result.reason else "miss"
-    details = {"method": "composite_sum", "sub_kernels": list(entry.sub_kernels),
-               "hit_kernels": hits, "missed_kernels": missed, "part_methods": parts,
-               "part_rows": rows}
+    details: dict[str, Any] = {"method": "composite_sum", "sub_kernels": list(entry.sub_kernels),
+                               "hit_kernels": hits, "missed_kernels": missed,
+                               "part_methods": parts, "part_rows": rows}
     if not hits:
         return QueryResult.miss(Reason.NO_EXACT_MATCH, **details)
     total = sum(hits.values())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from profstore.rows import CsvRow
 from profstore.shapes import Shape, shape_text, strip_leading_batch
@@ -69,7 +69,10 @@ def row_keys(row: CsvRow) -> list[str]:
     return [key for p in prefix_keys(row) for key in (p.raw, p.stripped)]
 
 
-class StrippedKeyPlanner:
+_Held = TypeVar("_Held", bound=Hashable)
+
+
+class StrippedKeyPlanner(Generic[_Held]):
     """Chooses the keys one version's rows store (see the module docstring).
 
     ``admit`` returns the keys to store for a row, and the stripped keys of earlier
@@ -80,12 +83,12 @@ class StrippedKeyPlanner:
 
     def __init__(self) -> None:
         self._mixed: set[tuple[str, str]] = set()
-        self._held: dict[tuple[str, str], list[Hashable]] = {}
+        self._held: dict[tuple[str, str], list[_Held]] = {}
 
-    def admit(self, kernel: str, keys: Sequence[PrefixKeys], held: Hashable
-              ) -> tuple[list[str], list[tuple[str, Hashable]]]:
+    def admit(self, kernel: str, keys: Sequence[PrefixKeys], held: _Held
+              ) -> tuple[list[str], list[tuple[str, _Held]]]:
         store: list[str] = []
-        released: list[tuple[str, Hashable]] = []
+        released: list[tuple[str, _Held]] = []
         for p in keys:
             store.append(p.raw)
             klass = (kernel, p.stripped)
@@ -119,4 +122,4 @@ def output_key(shape: Shape, dtype: str) -> str:
 
 def row_output_keys(row: CsvRow) -> list[str]:
     outputs = row.present_outputs()
-    return [output_key(outputs[0].shape, outputs[0].dtype)] if outputs else []
+    return [output_key(outputs[0].known_shape, outputs[0].dtype)] if outputs else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from profstore.mapping import KernelPolicy
 
@@ -39,7 +40,7 @@ def column_rank(policy: KernelPolicy) -> dict[str, int]:
     return {column: i for i, column in enumerate(order)}
 
 
-def is_valid_latency(value: float | None) -> bool:
+def is_valid_latency(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value) and value > 0
 
 

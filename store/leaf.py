@@ -150,12 +150,18 @@ def _arg(value: Any, path: str) -> Arg:
     if isinstance(value, Real):
         return float(value)
     if isinstance(value, Mapping):
-        if "shape" not in value:
-            raise _object(path, "an object argument must be a tensor (with 'shape')")
-        return TensorSpec.from_json(value, path)
+        return _tensor(value, path)
     if _is_list(value):
         return tuple(_arg(item, f"{path}[{i}]") for i, item in enumerate(value))
     raise ValueError(f"{path}: unsupported argument {value!r} of type {type(value).__name__}")
+
+
+def _tensor(value: TensorSpec | Mapping[str, Any], path: str) -> TensorSpec:
+    if isinstance(value, TensorSpec):
+        return value
+    if "shape" not in value:
+        raise _object(path, "an object argument must be a tensor (with 'shape')")
+    return TensorSpec.from_json(value, path)
 
 
 def _arg_to_json(value: Arg) -> Any:
@@ -204,7 +210,7 @@ def _outputs(value: Any) -> tuple[TensorSpec, ...]:
     for path, item in items:
         if not isinstance(item, (TensorSpec, Mapping)):
             raise _object(path, f"must be a tensor object, got {item!r}")
-    return tuple(_arg(item, path) for path, item in items)
+    return tuple(_tensor(item, path) for path, item in items)
 
 
 def _positive_int(value: Any, name: str) -> int | None:
@@ -327,8 +333,10 @@ class LeafOp:
             raise ValueError(f"descriptor: unknown key {unknown[0]!r}; known: {known}")
         if data.get("kwargs") is not None and not isinstance(data["kwargs"], Mapping):
             raise ValueError(f"kwargs: must be an object, got {data['kwargs']!r}")
-        given = {k: data[k] for k in ("args", "kwargs", "outputs") if data.get(k) is not None}
-        return cls(op=data.get("op"), context=data.get("context"), **given)
+        # Raw JSON values: __post_init__ validates and normalises each field.
+        given: dict[str, Any] = {"op": data.get("op"), "context": data.get("context")}
+        given.update((k, data[k]) for k in ("args", "kwargs", "outputs") if data.get(k) is not None)
+        return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; ``LeafOp.from_json(x.to_json()) == x``. Defaults are omitted."""

@@ -300,7 +300,7 @@ class _DuplicateAwareLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _yaml_message(exc: yaml.YAMLError, source: str) -> str:
+def _yaml_message(exc: yaml.YAMLError | ValueError, source: str) -> str:
     mark, start = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     context = getattr(exc, "context", None)

@@ -73,6 +73,7 @@ def _interpolated(prepared: Prepared, geometry: GeometryResult,
         ],
     }
     method = "linear_1d" if dim == 1 else f"simplex_{dim}d"
+    assert geometry.value is not None, "only an ok geometry is turned into an answer"
     return method, details, float(geometry.value)
 
 
@@ -81,13 +82,15 @@ class PathRunner:
                  prepared_cache_size: int = 2048) -> None:
         self.queries = queries
         self.triangulations = triangulations
-        self._prepared = LRU(prepared_cache_size)
+        self._prepared: LRU[list[Prepared]] = LRU(prepared_cache_size)
 
     def run(self, req: PathRequest) -> Attempt:
         kernel = req.ctx.kernel_type
         attempt = Attempt(kernel)
         if not self.queries.kernel_present(req.profile_id, kernel):
             return _fail(attempt, Reason.CSV_NOT_FOUND, f"no {kernel}.csv in this version")
+        if req.leaf is None:
+            raise ValueError("PathRunner.run needs the request's leaf (answer() takes none)")
         target = req.path.target_regime(req.leaf, req.ctx)
         if isinstance(target, Refusal):
             attempt.notes["target_fields"] = dict(target.fields)
@@ -102,6 +105,7 @@ class PathRunner:
         target: everything ``run`` does after ``target_regime``. Hold-out evaluation calls it
         with a stored point's own extraction and that point's rows in ``exclude``; ``entry``
         only feeds the success details and may be None there."""
+        entry = entry or MappingEntry(op="")  # no entry: the details name no query mode
         req = PathRequest(path, None, TargetContext(entry, kernel, policy), profile_id,
                           interpolate, frozenset(exclude))
         attempt = Attempt(kernel, target=target)
@@ -293,9 +297,9 @@ def _merge_points(
     coordinates = [tuple(r.axes[i] for i in group) for r in rows]
     if len(set(coordinates)) == len(coordinates):
         order = sorted(range(len(rows)), key=coordinates.__getitem__)
-        points = np.array([coordinates[i] for i in order], dtype=float)
-        values = np.array([rows[i].latency_us for i in order], dtype=float)
-        return (points.reshape(len(rows), len(group)), values,
+        unique = np.array([coordinates[i] for i in order], dtype=float)
+        latencies = np.array([rows[i].latency_us for i in order], dtype=float)
+        return (unique.reshape(len(rows), len(group)), latencies,
                 [(rows[i], 1) for i in order], 0)
     by_coordinate: dict[tuple[float, ...], list[MeasuredRow]] = defaultdict(list)
     for row, coordinate in zip(rows, coordinates):

@@ -23,6 +23,13 @@ class Slot:
     def present(self) -> bool:
         return self.shape is not None
 
+    @property
+    def known_shape(self) -> Shape:
+        """The shape of a slot the caller has checked is ``present``."""
+        if self.shape is None:
+            raise ValueError(f"empty {self.dtype or 'tensor'} slot has no shape")
+        return self.shape
+
     @classmethod
     def from_cells(cls, shape: Shape | None, dtype: str, fmt: str) -> Slot:
         fmt = fmt or "ND"

@@ -82,7 +82,7 @@ def _open(db: str | os.PathLike[str] | Store, overlay: VersionMapping | None
           ) -> tuple[Store, bool]:
     """The store to query and whether this data source owns (and so closes) it."""
     if not isinstance(db, Store):
-        return Store.open(db, mapping_overlay=overlay), True
+        return Store.open(os.fspath(db), mapping_overlay=overlay), True
     if overlay is None:
         return db, False
     if db.mapping_overlay is not None:

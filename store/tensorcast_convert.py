@@ -202,7 +202,7 @@ def leaf_from_invocation(op_invoke_info: Any, context: LeafContext | None = None
     return LeafOp(
         op=str(func),
         args=tuple(_arg(v, f"args[{i}]", format_of) for i, v in enumerate(args)),
-        kwargs={name: _arg(v, f"kwargs.{name}", format_of) for name, v in kwargs.items()},
+        kwargs=tuple((name, _arg(v, f"kwargs.{name}", format_of)) for name, v in kwargs.items()),
         outputs=_outputs(getattr(op_invoke_info, "out", None), format_of),
         context=context if phase is None else replace(context, phase=phase),
     )

@@ -90,7 +90,8 @@ class Dispatcher:
         owns_exact = path.exact_owner_for(leaf)
         if not options.interpolation and not path.specialized_base:
             owns_exact = False
-        base, base_attempts = None, []
+        base: QueryResult | None = None
+        base_attempts: list[Attempt] = []
         if not owns_exact:
             base, base_attempts = self._base(leaf, entry, profile, options)
             if base is not None and base.source is not QuerySource.PARTIAL:

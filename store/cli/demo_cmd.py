@@ -61,6 +61,7 @@ def _answers(db: Path):
     with Store.open(db) as store:
         for label, descriptor in DEMO_QUERIES:
             result = store.lookup(LeafOp.from_json(descriptor), "v0.18")
-            how = result.details.get("method") if result.hit else result.reason.value
+            reason = None if result.hit else result.reason
+            how = reason.value if reason else result.details.get("method")
             yield {"query": label, "latency_us": result.latency_us,
                    "source": result.source.value if result.source else "miss", "how": how}

@@ -32,6 +32,7 @@ from profstore.latency import column_rank
 from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
+from profstore.wrapper import Profile
 from scipy.spatial import ConvexHull, QhullError
 from sqlalchemy import select
 
@@ -205,6 +206,14 @@ class _Shape:
                    {c: i for i, c in enumerate(coords)}, geometry, hull_vertices(geometry))
 
 
+def known_profile(store: Store, version: str) -> Profile:
+    """The version's profile; ValueError for a version that was never ingested."""
+    profile = store.profile(version)
+    if profile is None:
+        raise ValueError(f"unknown version {version!r}")
+    return profile
+
+
 def entry_for(mapping: VersionMapping, kernel: str, path: str) -> MappingEntry | None:
     """The first mapping entry that routes ``kernel`` to ``path`` (for the details)."""
     for entry in mapping.entries_for_kernel(kernel):
@@ -216,10 +225,7 @@ def entry_for(mapping: VersionMapping, kernel: str, path: str) -> MappingEntry |
 
 class HoldoutRunner:
     def __init__(self, store: Store, version: str) -> None:
-        profile = store.profile(version)
-        if profile is None:
-            raise ValueError(f"unknown version {version!r}")
-        self.store, self.profile = store, profile
+        self.store, self.profile = store, known_profile(store, version)
         self.runner = store.dispatcher.runner
         self.paths = {p.name: p for p in ALL_PATHS}
 
@@ -282,6 +288,7 @@ class HoldoutRunner:
         point.predicted_us = result.latency_us
         point.method = result.details.get("method")
         point.interpolation_dim = result.details.get("interpolation_dim")
+        assert point.truth_us is not None, "only a point with a truth is scored"
         point.ape = ape(result.latency_us, point.truth_us)
 
 
@@ -291,8 +298,10 @@ def summarise(points: Sequence[HoldoutPoint], regimes: Sequence[_Regime], path: 
     stats = GroupStats(path, kernel, list(found.axis_names) if found else [])
     stats.regimes = len(regimes)
     stats.points = len(points)
-    methods, reasons = Counter(), Counter()
-    errors, nn_errors = [], []
+    methods: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    errors: list[float] = []
+    nn_errors: list[float] = []
     for p in points:
         if p.truth_us is None:
             stats.no_truth += 1
@@ -302,11 +311,12 @@ def summarise(points: Sequence[HoldoutPoint], regimes: Sequence[_Regime], path: 
         else:
             stats.eligible += 1
             if p.predicted_us is None:
-                reasons[p.reason] += 1
+                reasons[p.reason or "no_answer"] += 1
                 continue
             stats.answered += 1
-            methods[p.method] += 1
-            errors.append(p.ape)
+            methods[p.method or "unknown"] += 1
+            if p.ape is not None:  # set with every prediction
+                errors.append(p.ape)
             if p.nn_ape is not None:
                 nn_errors.append(p.nn_ape)
     stats.coverage = stats.answered / stats.eligible if stats.eligible else None

@@ -20,6 +20,7 @@ from profstore.evaluation.holdout import (
     HoldoutPoint,
     HoldoutReport,
     entry_for,
+    known_profile,
     run_holdout,
     transformed,
 )
@@ -118,7 +119,7 @@ def _rows(store: Store, profile_id: int, choice: RegimeChoice) -> tuple[np.ndarr
 def regime_plot(store: Store, version: str, choice: RegimeChoice, out: str | Path) -> dict:
     """Draw one regime with its hold-out errors to ``out`` (PNG); returns a summary."""
     plt = pyplot()
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     report = run_holdout(store, version, kernel=choice.kernel, path=choice.path,
                          regime_key=choice.regime_key)
     raw_axes, raw_latency = _rows(store, profile.id, choice)
@@ -151,7 +152,7 @@ def _clip(text: str, width: int = 140) -> str:
 def _curve(store: Store, version: str, choice: RegimeChoice, fixed: Sequence[float],
            axis: int, xs: np.ndarray) -> np.ndarray:
     """What the store answers along one axis (others fixed), through the real engine."""
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     path = path_named(choice.path)
     policy = profile.mapping.policy(choice.kernel)
     entry = entry_for(profile.mapping, choice.kernel, choice.path)
@@ -207,7 +208,7 @@ def _two_axes(plt: Any, store: Store, version: str, choice: RegimeChoice,
     fig, ax = plt.subplots(figsize=(8, 6.5))
     coords = np.array([[p.axes[i] for i in pair] for p in points], dtype=float)
     unique = np.unique(coords, axis=0)
-    policy = store.profile(version).mapping.policy(choice.kernel)
+    policy = known_profile(store, version).mapping.policy(choice.kernel)
     full = np.array([p.axes for p in points], dtype=float)
     geometry = transformed(full, path_named(choice.path), policy)[:, list(pair)]
     geometry = np.unique(geometry, axis=0)

@@ -14,7 +14,7 @@ nothing and is counted with its reason; ops the mapping does not know are listed
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -225,8 +225,10 @@ def _label(trace: Mapping[str, Any], label: str) -> str:
 def summarise(outcomes: list[VariantOutcome], trace: Mapping[str, Any], label: str,
               version: str, options: dict[str, Any]) -> ReplayReport:
     by_calls, by_shapes = Counter({s: 0 for s in SOURCES}), Counter({s: 0 for s in SOURCES})
-    latency: Counter[str] = Counter({s: 0.0 for s in SOURCES})
-    reasons_calls, reasons_shapes, methods = Counter(), Counter(), Counter()
+    latency: defaultdict[str, float] = defaultdict(float, {s: 0.0 for s in SOURCES})
+    reasons_calls: Counter[str] = Counter()
+    reasons_shapes: Counter[str] = Counter()
+    methods: Counter[str] = Counter()
     for o in outcomes:
         by_calls[o.source] += o.calls
         by_shapes[o.source] += 1
@@ -266,7 +268,8 @@ def _op_rows(outcomes: list[VariantOutcome]) -> list[OpRow]:
         grouped.setdefault(o.op, []).append(o)
     rows = []
     for op, items in grouped.items():
-        sources, reasons = Counter(), Counter()
+        sources: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
         for o in items:
             sources[o.source] += o.calls
             if o.reason is not None and o.source == "miss":

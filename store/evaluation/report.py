@@ -21,7 +21,7 @@ from profstore import schema as t
 from profstore.api import Store
 from profstore.db import redact_url
 from profstore.evaluation.document import Image, Section, Table
-from profstore.evaluation.holdout import HoldoutReport
+from profstore.evaluation.holdout import HoldoutReport, known_profile
 from profstore.evaluation.replay import SOURCES, ReplayReport
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from sqlalchemy import func, select
@@ -56,7 +56,7 @@ def data_info(store: Store, version: str, database: str | None = None) -> dict[s
     p = t.profile_set.c
     with store.engine.connect() as conn:
         row = conn.execute(select(t.profile_set).where(
-            p.id == store.profile(version).id)).one()
+            p.id == known_profile(store, version).id)).one()
     url = database or store.engine.url.render_as_string(hide_password=False)
     return {"version": row.alias, **{k: row._mapping[k] for k in PROVENANCE},
             "database": redact_url(url)}
@@ -64,7 +64,7 @@ def data_info(store: Store, version: str, database: str | None = None) -> dict[s
 
 def policies(store: Store, version: str) -> list[dict[str, Any]]:
     """The version's interpolation_policy rows, with each kernel's effective ceilings."""
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     c = t.interpolation_policy.c
     with store.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(
@@ -85,7 +85,7 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
     """Mapping entries routed to a path whose kernel has no CSV or no points on that path
     in this version, registered paths without points, and the subtype values the data of
     each specialised path actually covers."""
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     k, sp, pr = t.kernel_file.c, t.sample_point.c, t.path_refusal.c
     with store.engine.connect() as conn:
         csv = set(conn.execute(select(k.kernel_type).where(k.profile_id == profile.id))
@@ -176,7 +176,7 @@ def replay_sections(replays: Sequence[ReplayReport]) -> list[Section]:
                                               for u in r.unmapped_ops)
                 for r in replays if r.unmapped_ops]
     source.blocks.append("Unmapped ops: " + ("; ".join(unmapped) if unmapped else "none."))
-    table = Counter()
+    table: Counter[tuple[str, str]] = Counter()
     for r in replays:
         for reason, n in r.miss_reasons_by_calls.items():
             table[(r.workload, reason)] += n
@@ -193,11 +193,11 @@ def replay_sections(replays: Sequence[ReplayReport]) -> list[Section]:
 
 def axes_section(store: Store, version: str, replays: Sequence[ReplayReport],
                  holdout: HoldoutReport | None) -> Section:
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     sp = t.sample_point.c
     with store.engine.connect() as conn:
-        counts = dict(conn.execute(select(sp.path, func.count()).where(
-            sp.profile_id == profile.id).group_by(sp.path)).all())
+        counts: dict[str, int] = dict(conn.execute(select(sp.path, func.count()).where(
+            sp.profile_id == profile.id).group_by(sp.path)).tuples().all())
     used: Counter = Counter()
     for r in replays:
         for u in r.interpolation:

@@ -179,16 +179,16 @@ def row_facts(row: CsvRow) -> AttentionFacts | Refusal:
 
 def _row_facts(row: CsvRow, q: Slot, key: Slot, layout: str, seq: float
                ) -> AttentionFacts | Refusal:
-    head_dim = q.shape[-1]
+    head_dim = q.known_shape[-1]
     paged = _present(row, BLOCK_TABLE_SLOT)
     kv_heads = _row_int(row, "num_key_value_heads")
     if kv_heads is None:
-        kv_heads = _kernel_kv_heads(key.shape, head_dim, layout, paged)
+        kv_heads = _kernel_kv_heads(key.known_shape, head_dim, layout, paged)
     if kv_heads is None:
         return refuse(Reason.TARGET_UNAVAILABLE,
-                      f"cannot read KV heads from key {key.shape} (head_dim {head_dim})")
-    tokens = query_tokens(q.shape, layout)
-    batch = _row_batch(row, q.shape, layout, tokens, seq)
+                      f"cannot read KV heads from key {key.known_shape} (head_dim {head_dim})")
+    tokens = query_tokens(q.known_shape, layout)
+    batch = _row_batch(row, q.known_shape, layout, tokens, seq)
     if batch is None:
         return refuse(Reason.REQUIRED_FIELD_MISSING, "batch size not recorded")
     heads = _row_int(row, "num_heads")
@@ -196,7 +196,7 @@ def _row_facts(row: CsvRow, q: Slot, key: Slot, layout: str, seq: float
     rope = _slot(row, Q_ROPE_SLOT)
     return AttentionFacts(
         activation_dtype=q.dtype, cache_dtype=key.dtype,
-        heads=q.shape[1] if heads is None else heads, head_dim=head_dim, kv_heads=kv_heads,
+        heads=q.known_shape[1] if heads is None else heads, head_dim=head_dim, kv_heads=kv_heads,
         sparse_mode=(3 if _present(row, MASK_SLOT) else 0) if sparse is None else sparse,
         layout=layout, rope_dim=rope.shape[-1] if rope and rope.shape else 0,
         query_tokens=tokens, batch=batch, seq=seq)
@@ -230,7 +230,7 @@ def _row_int(row: CsvRow, field: str) -> int | None:
 def _row_layout(row: CsvRow, q: Sequence[int]) -> str | Refusal:
     stated = row.extra(RUNTIME + "input_layout")
     layout = stated.split("_")[0] if stated else RANK_LAYOUT.get(len(q))
-    if layout not in RANK_LAYOUT.values() or RANK_LAYOUT.get(len(q)) != layout:
+    if layout is None or layout not in RANK_LAYOUT.values() or RANK_LAYOUT.get(len(q)) != layout:
         return refuse(Reason.TARGET_UNAVAILABLE,
                       f"query {q} does not fit layout {stated or layout}")
     return layout

@@ -59,8 +59,8 @@ class ElementwisePath(OperatorPath):
         if not row.outputs or not row.outputs[0].present:
             return refuse(Reason.TARGET_UNAVAILABLE, "row has no first output shape")
         out = row.outputs[0]
-        inputs = [s.shape for s in row.present_inputs()]
-        found = elementwise_extraction(ctx.kernel_type, out.shape, out.dtype, inputs)
+        inputs = [s.known_shape for s in row.present_inputs()]
+        found = elementwise_extraction(ctx.kernel_type, out.known_shape, out.dtype, inputs)
         return found if isinstance(found, Refusal) else [found]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:

@@ -43,13 +43,13 @@ class GenericComputePath(OperatorPath):
         present = row.present_inputs()
         if not present:
             return refuse(Reason.TARGET_UNAVAILABLE, "row has no input tensors")
-        outputs = [s.shape for s in row.present_outputs()]
+        outputs = [s.known_shape for s in row.present_outputs()]
         counts = {len(present)} | {n for n in ctx.tc_input_counts if n <= len(present)}
         extractions = []
         for n in sorted(counts):
             found = generic_extraction(
                 ctx.kernel_type,
-                [s.shape for s in present[:n]],
+                [s.known_shape for s in present[:n]],
                 [s.dtype for s in present[:n]],
                 outputs,
                 ctx.policy.generic_axis,

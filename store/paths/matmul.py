@@ -109,7 +109,7 @@ def matmul_regime(kernel: str, call: MatrixCall, axes: MatrixAxes) -> dict[str, 
 
 
 def _slot_operand(slot: Slot) -> Operand:
-    return Operand(slot.shape, slot.dtype, slot.format or "ND")
+    return Operand(slot.known_shape, slot.dtype, slot.format or "ND")
 
 
 def row_call(row: CsvRow) -> MatrixCall | Refusal:

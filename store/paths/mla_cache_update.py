@@ -59,7 +59,7 @@ class MlaCacheUpdatePath(OperatorPath):
         if len(row.inputs) < 3 or not all(s.present for s in row.inputs[:3]):
             return refuse(Reason.REQUIRED_FIELD_MISSING,
                           "row lacks one of its three inputs (cache, index, update)")
-        operands = [Operand(s.shape, s.dtype, s.format) for s in row.inputs[:3]]
+        operands = [Operand(s.known_shape, s.dtype, s.format) for s in row.inputs[:3]]
         found = mla_extraction(ctx.kernel_type, *operands)
         return found if isinstance(found, Refusal) else [found]
 

@@ -153,7 +153,7 @@ def row_fields(row: CsvRow) -> DfcFields | Refusal:
         if index >= len(row.inputs) or not row.inputs[index].present:
             return refuse(Reason.REQUIRED_FIELD_MISSING, f"CSV input {index + 1} ({what}) missing")
     x, gmm1, gmm2, indices = (row.inputs[i] for i, _ in _ROW_SLOTS)
-    if len(x.shape) < 2 or not indices.shape:
+    if len(x.known_shape) < 2 or not indices.known_shape:
         return refuse(Reason.TARGET_UNAVAILABLE,
                       f"activation {x.shape} or expert indices {indices.shape} has no token rows")
     subtype = row_subtype(x.dtype, gmm1.dtype, gmm2.dtype)
@@ -162,12 +162,12 @@ def row_fields(row: CsvRow) -> DfcFields | Refusal:
     ep_size = row_ep_size(row)
     if isinstance(ep_size, Refusal):
         return ep_size
-    return DfcFields(subtype, x.shape, x.dtype, x.format, _slot_weight(gmm1),
-                     _slot_weight(gmm2), indices.shape[-1], ep_size)
+    return DfcFields(subtype, x.known_shape, x.dtype, x.format, _slot_weight(gmm1),
+                     _slot_weight(gmm2), indices.known_shape[-1], ep_size)
 
 
 def _slot_weight(slot: Slot) -> Operand:
-    return Operand(slot.shape, slot.dtype, slot.format)
+    return Operand(slot.known_shape, slot.dtype, slot.format)
 
 
 _FLOAT_ACTIVATIONS = frozenset({"DT_BF16", "DT_FLOAT16", "FLOAT16"})

@@ -84,7 +84,7 @@ class QuantizedMatmulPath(OperatorPath):
         call = row_call(row)
         if isinstance(call, Refusal):
             return call
-        outputs = [Operand(s.shape, s.dtype, s.format or "ND") for s in row.present_outputs()]
+        outputs = [Operand(s.known_shape, s.dtype, s.format or "ND") for s in row.present_outputs()]
         found = quant_extraction(ctx.kernel_type, call, outputs,
                                  subtype_of_weight(call.weight.dtype))
         return found if isinstance(found, Refusal) else [found]

@@ -105,8 +105,8 @@ def row_quant_call(row: CsvRow, kernel: str) -> QuantCall | Refusal:
     inputs, outputs = row.present_inputs(), row.present_outputs()
     if not inputs:
         return refuse(Reason.TARGET_UNAVAILABLE, "row has no input tensor")
-    x = Operand(inputs[0].shape, inputs[0].dtype, inputs[0].format or "ND")
-    ops = tuple(Operand(s.shape, s.dtype, s.format or "ND") for s in outputs)
+    x = Operand(inputs[0].known_shape, inputs[0].dtype, inputs[0].format or "ND")
+    ops = tuple(Operand(s.known_shape, s.dtype, s.format or "ND") for s in outputs)
     block = None
     if kernel in BLOCK_KERNELS and len(ops) >= 2:
         block = row_block_size(x.shape, ops[1].shape)
