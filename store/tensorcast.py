@@ -116,7 +116,7 @@ class ProfstoreDataSource:
                  format_of: FormatOf | None = None, context: ContextArg = None) -> None:
         base = LeafContext(ep_size=ep_size, tp_size=tp_size)
         self._context_of = context if callable(context) else None
-        if self._context_of is None:
+        if not callable(context):
             base = replace(base, **context_fields(context))  # a bad field raises here
         self.context = base
         self.store, self._owns_store = _open(db, _overlay(mapping_overlay))

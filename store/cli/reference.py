@@ -118,7 +118,7 @@ def render_markdown(parser: argparse.ArgumentParser) -> str:
 
 
 def _option_row(action: argparse.Action) -> str:
-    names = ", ".join(action.option_strings) or action.metavar or action.dest
+    names = ", ".join(action.option_strings) or str(action.metavar or action.dest)
     if action.option_strings and action.nargs != 0:
         names += f" {action.metavar or action.dest.upper()}"
     meaning = (action.help or "").replace("|", "\\|")
