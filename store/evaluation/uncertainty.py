@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from profstore import schema as t
 from profstore.api import Store
-from profstore.evaluation.holdout import HoldoutPoint, run_holdout
+from profstore.evaluation.holdout import HoldoutPoint, known_profile, run_holdout
 from profstore.evaluation.repeatability import duplicate_deviations
 from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
@@ -130,7 +130,7 @@ class ErrorModel:
         return [self.group(path, k) for k in sorted(kernels)]
 
     def _kernels_of_path(self) -> list[tuple[str, str]]:
-        profile = self.store.profile(self.version)
+        profile = known_profile(self.store, self.version)
         p = t.sample_point.c
         stmt = select(p.kernel_type, p.path).where(p.profile_id == profile.id).distinct()
         with self.store.engine.connect() as conn:
@@ -160,7 +160,7 @@ class ErrorModel:
 
 def _state_digest(store: Store, version: str) -> str:
     """The database URL and the version's content hash, hashed (a cache file name)."""
-    profile = store.profile(version)
+    profile = known_profile(store, version)
     with store.engine.connect() as conn:
         content = conn.execute(select(t.profile_set.c.content_hash).where(
             t.profile_set.c.id == profile.id)).scalar_one()

@@ -125,9 +125,9 @@ def _leaf_variant(data: dict[str, Any], line_no: int, path: Path, num_devices: i
         leaf = LeafOp.from_json(body)
     except ValueError as exc:
         return Variant(str(data["op"]), line_no, calls, None, str(exc))
-    changes = {name: value for name, value in (("num_devices", num_devices),
-                                               ("ep_size", ep_size))
-               if value is not None and getattr(leaf.context, name) is None}
+    changes: dict[str, Any] = {name: value for name, value in (("num_devices", num_devices),
+                                                               ("ep_size", ep_size))
+                               if value is not None and getattr(leaf.context, name) is None}
     if changes:
         leaf = replace(leaf, context=replace(leaf.context, **changes))
     return Variant(leaf.op, line_no, calls, leaf)
