@@ -34,7 +34,7 @@ class Caches(NamedTuple):
 
     queries: CandidateQueries
     dispatcher: Dispatcher
-    results: LRU[QueryResult]
+    results: LRU
 
 
 class _ResultKey:

@@ -14,16 +14,17 @@ has the figures.
 from __future__ import annotations
 
 import statistics
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from profstore import schema as t
-from profstore.candidates import LRU, Connectable
+from profstore.candidates import LRU
 from profstore.dtypes import element_size
 from profstore.leaf import LeafOp, TensorSpec
 from profstore.result import QueryResult, Reason
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 ALPHA_BETA_CONFIDENCE = 0.8
 
@@ -58,10 +59,17 @@ def device_count(leaf: LeafOp) -> int | None:
     return leaf.context.num_devices
 
 
+class Connectable(Protocol):
+    """What the lookup needs of an engine: an Engine, or the per-thread snapshot proxy
+    (store/snapshot.py)."""
+
+    def connect(self) -> AbstractContextManager[Connection]: ...
+
+
 class CommunicationLookup:
     def __init__(self, engine: Connectable) -> None:
         self.engine = engine
-        self._cache: LRU[list[CommPoint] | None] = LRU(256)
+        self._cache = LRU(256)
 
     def lookup(self, leaf: LeafOp, kernels: tuple[str, ...], profile_id: int | None,
                payload: TensorSpec | None = None) -> QueryResult:

@@ -152,7 +152,7 @@ def interpolate_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.nd
         return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
                               f"{axis_name} {_fmt(x)} is a measured point")
     if len(sx) == 1:
-        side = (None, sx[0]) if x < sx[0] else (sx[0], None)
+        side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
         return _fail(Diagnostic.INSUFFICIENT,
                      f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
                      f"{_fmt(x)}", _boundary_1d(*side, sx))
@@ -275,7 +275,7 @@ class Triangulation:
         frozen.flags.writeable = False
         return cls(frozen, delaunay, lo, hi)
 
-    def normalise(self, target: np.ndarray) -> np.ndarray:
+    def normalise(self, target: Sequence[float] | np.ndarray) -> np.ndarray:
         return (np.asarray(target, dtype=float) - self.axis_min) / (self.axis_max - self.axis_min)
 
     def _barycentric(self, simplices: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -426,7 +426,7 @@ def _outside_axis(target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return None
 
 
-def _prepare_nd(points: np.ndarray, values: np.ndarray, target: Sequence[float],
+def _prepare_nd(points: np.ndarray, values: np.ndarray, target: Sequence[float] | np.ndarray,
                 axis_names: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                            tuple[str, ...]]:
     pts = _as_points(points)
@@ -443,7 +443,8 @@ def _prepare_nd(points: np.ndarray, values: np.ndarray, target: Sequence[float],
     return pts, vals, t, names
 
 
-def interpolate_simplex(points: np.ndarray, values: np.ndarray, target: Sequence[float], *,
+def interpolate_simplex(points: np.ndarray, values: np.ndarray,
+                        target: Sequence[float] | np.ndarray, *,
                         triangulation: Triangulation | None = None,
                         axis_names: Sequence[str] | None = None) -> GeometryResult:
     """Barycentric interpolation of ``values`` at ``target`` over a Delaunay simplex (2-D/3-D).

@@ -82,7 +82,7 @@ class PathRunner:
                  prepared_cache_size: int = 2048) -> None:
         self.queries = queries
         self.triangulations = triangulations
-        self._prepared: LRU[list[Prepared]] = LRU(prepared_cache_size)
+        self._prepared = LRU(prepared_cache_size)
 
     def run(self, req: PathRequest) -> Attempt:
         kernel = req.ctx.kernel_type

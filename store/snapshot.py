@@ -68,7 +68,9 @@ class _Pinned:
         if not self.sqlite:
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
         self.conn = conn
-        self.raw = conn.connection.dbapi_connection
+        raw = conn.connection.dbapi_connection
+        assert raw is not None, "a checked-out connection has its DBAPI connection"
+        self.raw = raw
         self._version: int | None = None
         self._fingerprint: Fingerprint | None = None
 
@@ -77,7 +79,9 @@ class _Pinned:
             cursor = self.raw.cursor()
             cursor.execute("BEGIN")
             cursor.execute("PRAGMA data_version")
-            version = int(cursor.fetchone()[0])
+            row = cursor.fetchone()
+            assert row is not None, "PRAGMA data_version returns one row"
+            version = int(row[0])
             cursor.close()
             if version != self._version:
                 self._version, self._fingerprint = version, None

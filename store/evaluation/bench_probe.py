@@ -101,7 +101,7 @@ def _stats_us(samples: list[float]) -> dict[str, float]:
             "p90": ordered[int(0.9 * (len(ordered) - 1))] * 1e6, "max": ordered[-1] * 1e6}
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(fn: Callable[..., Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     value = fn()
     return time.perf_counter() - t0, value
