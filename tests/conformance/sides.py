@@ -14,7 +14,7 @@ from profstore.ingest.csvfile import Accepted, read_kernel_csv
 from profstore.leaf import LeafOp
 from profstore.mapping import VersionMapping, load_mapping
 from profstore.paths.base import Extraction, OperatorPath, Refusal, RowContext, TargetContext
-from profstore.paths.registry import path_for, path_named, tc_input_counts
+from profstore.paths.registry import path_for, path_named, selector_of, tc_input_counts
 
 from tests.conformance.examples import EXAMPLES
 from tests.conformance.model import PathExample
@@ -71,8 +71,8 @@ def routed_path(leaf: LeafOp) -> OperatorPath:
     """The path the dispatcher picks for the leaf's mapping entry."""
     entry = version_mapping().entry(leaf.op)
     assert entry is not None, f"{leaf.op} is not mapped"
-    found = path_for(entry.selector, entry.kernels[0])
-    assert found is not None, f"selector {entry.selector} reaches no path"
+    found = path_for(selector_of(entry), entry.kernels[0])
+    assert found is not None, f"selector {selector_of(entry)} reaches no path"
     return found
 
 
