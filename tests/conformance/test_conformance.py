@@ -27,7 +27,7 @@ import pytest
 from profstore.api import Store
 from profstore.cli.main import main
 from profstore.leaf import LeafOp
-from profstore.path_lookup import PathRequest
+from profstore.path_lookup import Attempt, PathRequest
 from profstore.paths.base import TargetContext
 from profstore.paths.registry import ALL_PATHS, ingest_paths
 from profstore.result import QueryResult, QuerySource, Reason
@@ -188,7 +188,7 @@ def test_the_leaf_answers_measured_from_its_row(store, example):
             "base_exact", "base")
 
 
-def run_path(store: Store, example: PathExample, descriptor: dict[str, Any]):  # noqa: ANN201
+def run_path(store: Store, example: PathExample, descriptor: dict[str, Any]) -> Attempt:
     """The example's path alone, on the store's own engine (no base lookup before it)."""
     profile = store.profile(VERSION)
     assert profile is not None
