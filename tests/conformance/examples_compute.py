@@ -11,12 +11,15 @@ from profstore.result import Reason
 from tests.conformance.model import BaseAnswers, Lands, Miss, Mutation, PathExample, Probe
 from tests.support.perfdb import Row
 
-BF16, FP32 = "DT_BF16", "FLOAT"
+BF16, FP32, NZ = "DT_BF16", "FLOAT", "FRACTAL_NZ"
 REGIME_MISMATCH = Miss(Reason.REGIME_MISMATCH)
 
 
-def tensor(shape: list[int], dtype: str = "bfloat16", **more: Any) -> dict[str, Any]:
-    return {"shape": shape, "dtype": dtype, **more}
+def tensor(shape: list[int], dtype: str = "bfloat16", fmt: str = "ND",
+           **more: Any) -> dict[str, Any]:
+    """A descriptor tensor that states its memory format (ND unless told), so an example
+    tests the path's extraction, not the resolution of unstated formats."""
+    return {"shape": shape, "dtype": dtype, "format": fmt, **more}
 
 
 # ---- generic: RmsNorm, axis_0 = tokens ------------------------------------------------
@@ -114,7 +117,8 @@ def qbmm_row(m: int, latency: float) -> Row:
                core="MIX_AIC")
 
 
-QUANT_LEAF = {"op": QUANT_OP, "args": [tensor([32, 1024], "int8"), tensor([1024, 512], "int8"),
+QUANT_LEAF = {"op": QUANT_OP, "args": [tensor([32, 1024], "int8"),
+                                       tensor([16, 64, 16, 32], "int8", fmt=NZ),
                                        tensor([512]), tensor([32], "float32")],
               "outputs": [tensor([32, 512], "float16")]}
 
@@ -170,11 +174,10 @@ def dfc_row(tokens: int, latency: float, ep: int = 16) -> Row:
 
 def dfc_leaf(tokens: int) -> dict[str, Any]:
     """dispatch_ffn_combine_quant(x, expert_indices, gmm1_w, …, gmm2_w (arg 7), …)."""
-    nz = {"format": "FRACTAL_NZ"}
     scale = [tensor([EXPERTS, INTER], "float32")]
     args = [tensor([tokens, HIDDEN]), tensor([tokens, 8], "int32"),
-            [tensor([EXPERTS, HIDDEN, INTER], "int8", **nz)], scale, [None], [None],
-            "bfloat16", [tensor([EXPERTS, INTER // 2, HIDDEN], "int8", **nz)], scale, [None],
+            [tensor([EXPERTS, HIDDEN, INTER], "int8", fmt=NZ)], scale, [None], [None],
+            "bfloat16", [tensor([EXPERTS, INTER // 2, HIDDEN], "int8", fmt=NZ)], scale, [None],
             [None], "bfloat16", 0, list(range(16))]
     return {"op": DFC_OP, "args": args, "outputs": [tensor([tokens, HIDDEN])],
             "context": {"ep_size": 16}}

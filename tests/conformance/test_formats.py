@@ -18,6 +18,7 @@ from tests.conformance.examples_compute import (
     ELEMENTWISE,
     GENERIC,
     MATMUL,
+    NZ,
     SCATTER_ND_UPDATE_MLA,
     tensor,
 )
@@ -25,7 +26,6 @@ from tests.conformance.model import PathExample, mutated
 from tests.conformance.sides import matching, row_side, signature, target_extraction
 from tests.support.perfdb import Row
 
-NZ = "FRACTAL_NZ"
 RMS_X = [1, 448, 16, 16]      # logical (16, 7168)
 MM_WEIGHT = [64, 32, 16, 16]  # logical (1024, 512)
 MLA_CACHE = [256, 8, 16, 16]  # logical (4096, 128)
@@ -33,7 +33,7 @@ ADD_X = [64, 1, 16, 16]       # logical (1024, 16)
 
 
 def nz(shape: list[int]) -> dict[str, Any]:
-    return tensor(shape, format=NZ)
+    return tensor(shape, fmt=NZ)
 
 
 CASES = [
