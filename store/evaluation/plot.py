@@ -116,8 +116,18 @@ def _rows(store: Store, profile_id: int, choice: RegimeChoice) -> tuple[np.ndarr
     return np.array(axes, dtype=float), np.array([r[3] for r in rows], dtype=float)
 
 
-def regime_plot(store: Store, version: str, choice: RegimeChoice, out: str | Path) -> dict:
-    """Draw one regime with its hold-out errors to ``out`` (PNG); returns a summary."""
+@dataclass
+class RegimeFigure:
+    """One regime drawn: the PNG, the summary ``profstore plot`` prints, and the hold-out
+    points behind the figure (the web view tabulates them next to it)."""
+
+    png: bytes
+    summary: dict[str, Any]
+    points: list[HoldoutPoint]
+
+
+def regime_figure(store: Store, version: str, choice: RegimeChoice) -> RegimeFigure:
+    """Draw one regime with its hold-out errors: the 1-D curve, or the 2-D triangulation."""
     plt = pyplot()
     profile = known_profile(store, version)
     report = run_holdout(store, version, kernel=choice.kernel, path=choice.path,
@@ -136,13 +146,19 @@ def regime_plot(store: Store, version: str, choice: RegimeChoice, out: str | Pat
                                   fontsize=8)
     title = f"{choice.kernel} · {choice.path} · regime #{choice.rank}\n{_clip(choice.regime_key)}"
     fig.suptitle(title, fontsize=8)
-    Path(out).write_bytes(png_bytes(fig))
     stats = report.groups[0] if report.groups else None
-    return {"kernel": choice.kernel, "path": choice.path, "regime_key": choice.regime_key,
-            "rank": choice.rank, "points": len(report.points), "varying_axes":
-            [names[i] if i < len(names) else f"axis_{i}" for i in varying],
-            "ape": stats.ape if stats else None, "nn_ape": stats.nn_ape if stats else None,
-            "output": str(out)}
+    summary = {"kernel": choice.kernel, "path": choice.path, "regime_key": choice.regime_key,
+               "rank": choice.rank, "points": len(report.points), "varying_axes":
+               [names[i] if i < len(names) else f"axis_{i}" for i in varying],
+               "ape": stats.ape if stats else None, "nn_ape": stats.nn_ape if stats else None}
+    return RegimeFigure(png_bytes(fig), summary, report.points)
+
+
+def regime_plot(store: Store, version: str, choice: RegimeChoice, out: str | Path) -> dict:
+    """Draw one regime with its hold-out errors to ``out`` (PNG); returns a summary."""
+    figure = regime_figure(store, version, choice)
+    Path(out).write_bytes(figure.png)
+    return {**figure.summary, "output": str(out)}
 
 
 def _clip(text: str, width: int = 140) -> str:
@@ -270,20 +286,53 @@ def source_distribution_png(replays: Sequence[Any]) -> bytes:
 
 
 def holdout_png(report: HoldoutReport) -> bytes:
-    """Cumulative distribution of hold-out |error| % per path, interpolation vs baseline."""
+    """Cumulative distribution of hold-out |error| %, one small panel per path on shared
+    axes: interpolation (solid) against the nearest-neighbour baseline (dashed)."""
+    curves = []
+    for stats in report.paths:
+        answered = [p for p in report.points
+                    if p.path == stats.path and not p.boundary and p.ape is not None]
+        if answered:
+            curves.append((stats.path, sorted(p.ape for p in answered),
+                           sorted(p.nn_ape for p in answered if p.nn_ape is not None)))
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for index, stats in enumerate(report.paths):
-        colour = f"C{index % 10}"
-        for key, style, label in (("ape", "-", "interpolation"), ("nn_ape", "--", "nearest")):
-            errors = sorted(getattr(p, key) for p in report.points
-                            if p.path == stats.path and not p.boundary and p.ape is not None
-                            and getattr(p, key) is not None)
-            if errors:
-                ax.step(errors, np.arange(1, len(errors) + 1) / len(errors), style,
-                        color=colour, where="post", label=f"{stats.path} {label}")
-    ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel("|error| % (hold-out)")
-    ax.set_ylabel("share of answered points")
-    ax.legend(fontsize=7)
+    fig, axes = small_multiples(plt, max(len(curves), 1), panel=(2.4, 1.9))
+    for ax, (path, errors, nearest) in zip(axes, curves):
+        for values, style, label in ((errors, "-", "interpolation"),
+                                     (nearest, "--", "nearest neighbour")):
+            if values:
+                ax.step(values, np.arange(1, len(values) + 1) / len(values), style,
+                        where="post", color="tab:blue" if style == "-" else "tab:orange",
+                        label=label)
+        ax.set_title(f"{path}\n{len(errors)} points", fontsize=7)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    figure_legend(fig, axes[0])
+    fig.supxlabel("|error| % (hold-out)", fontsize=8)
+    fig.supylabel("share of answered points", fontsize=8)
     return png_bytes(fig)
+
+
+def small_multiples(plt: Any, count: int, panel: tuple[float, float] = (2.6, 2.0),
+                    columns: int = 4, sharey: bool = True) -> tuple[Any, list[Any]]:
+    """A grid of ``count`` panels (unused cells hidden), ``panel`` inches each, sharing
+    the x axis (and the y axis unless ``sharey`` is false)."""
+    ncols = min(columns, count)
+    nrows = math.ceil(count / ncols)
+    fig, grid = plt.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=sharey,
+                             figsize=(panel[0] * ncols + 0.6, panel[1] * nrows + 0.8))
+    cells = list(grid.flat)
+    for ax in cells[count:]:
+        ax.set_visible(False)
+    return fig, cells[:count]
+
+
+def figure_legend(fig: Any, ax: Any) -> None:
+    """One legend for the whole figure, above the panels, never over the data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8,
+                   frameon=False, bbox_to_anchor=(0.5, 1.0))
+        fig.subplots_adjust(top=1 - 0.7 / fig.get_figheight())

@@ -1,4 +1,5 @@
-"""``profstore explain``: a QueryResult's details as a decision path a person can follow.
+"""A QueryResult's details as a decision path a person can follow (``profstore explain`` and
+the web view's explain page).
 
 Sections in the order the lookup decides: mapping entry, exact ownership, the base exact
 attempts, the path attempts per kernel (with the interpolation groups each tried), the
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from profstore.cli.output import Column, format_cell, render_table, to_json
+from profstore.formatting import Column, format_cell, render_table, to_json
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry
 from profstore.paths.registry import path_for, selector_of
@@ -32,27 +33,35 @@ ROW_COLUMNS = [
 ]
 
 
+ROWS_USED = "rows used"
+"""The section title of the rows a result used (the web view links them to their rows)."""
+
+
+def explain_sections(leaf: LeafOp, version: str, entry: MappingEntry | None,
+                     result: QueryResult) -> list[tuple[str, list[str]]]:
+    """(title, lines) in the order the lookup decides; empty sections are left out."""
+    details = result.details
+    extra = {k: v for k, v in details.items() if k not in SHOWN_KEYS}
+    sections = [
+        ("mapping", _mapping(entry)),
+        ("ownership", [_ownership(leaf, entry, details)]),
+        ("base exact lookup", _base(details)),
+        ("path attempts", _path_attempts(details)),
+        ("target", _target(details, entry)),
+        ("interpolation path", _geometry(details.get("interpolation_path"))),
+        (ROWS_USED, _rows(details)),
+        ("result", _result(result)),
+        ("other details", [f"{k}: {to_json(v)}" for k, v in extra.items()]),
+    ]
+    return [(title, body) for title, body in sections if body]
+
+
 def explain_lines(leaf: LeafOp, version: str, entry: MappingEntry | None,
                   result: QueryResult) -> list[str]:
-    details = result.details
     lines = [f"{leaf.op} in {version}"]
-    lines += _section("mapping", _mapping(entry))
-    lines += _section("ownership", [_ownership(leaf, entry, details)])
-    lines += _section("base exact lookup", _base(details))
-    lines += _section("path attempts", _path_attempts(details))
-    lines += _section("target", _target(details, entry))
-    lines += _section("interpolation path", _geometry(details.get("interpolation_path")))
-    lines += _section("rows used", _rows(details))
-    lines += _section("result", _result(result))
-    extra = {k: v for k, v in details.items() if k not in SHOWN_KEYS}
-    lines += _section("other details", [f"{k}: {to_json(v)}" for k, v in extra.items()])
+    for title, body in explain_sections(leaf, version, entry, result):
+        lines += ["", title, *(INDENT + line for line in body)]
     return lines
-
-
-def _section(title: str, body: Sequence[str]) -> list[str]:
-    if not body:
-        return []
-    return ["", title, *(INDENT + line for line in body)]
 
 
 def _mapping(entry: MappingEntry | None) -> list[str]:
