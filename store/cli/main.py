@@ -28,6 +28,7 @@ VERB_MODULES: tuple[str, ...] = (
     "profstore.cli.evaluate",
     "profstore.cli.insight",
     "profstore.cli.demo_cmd",
+    "profstore.cli.serve_cmd",
 )
 """Registered in this order, which is the order of ``profstore --help``."""
 
