@@ -44,6 +44,8 @@ def load_metadata(database: str) -> dict[str, Any]:
         encoding="utf-8")
     document = yaml.safe_load(text)
     block = document.pop("database")
+    document["description_html"] = document["description_html"].replace(
+        "{database}", database)
     return {**document, "databases": {database: block}}
 
 

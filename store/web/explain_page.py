@@ -22,7 +22,8 @@ from profstore.web.state import WebState
 EXAMPLE = ('{"op": "tensor_cast.rms_norm.default", "args": [{"shape": [28, 7168], "dtype": '
            '"bfloat16"}, {"shape": [7168], "dtype": "bfloat16"}, 1e-06], "outputs": '
            '[{"shape": [28, 7168], "dtype": "bfloat16"}]}')
-ROW_FIELDS = ("file", "line", "axes", "latency_us", "latency_column", "weight", "merged_rows")
+ROW_FIELDS = ("file", "line", "axes", "latency_us", "latency_column", "weight", "merged_rows",
+              "merged_latency_us")
 
 
 @dataclass
