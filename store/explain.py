@@ -9,7 +9,7 @@ knows are listed at the end, so nothing in the result is hidden.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from profstore.formatting import Column, format_cell, render_table, to_json

@@ -13,8 +13,8 @@ from typing import Any
 
 from profstore.api import Store
 from profstore.cli.common import CliError, add_version_option, check_database, db_options, db_url
-from profstore.explain import explain_lines
 from profstore.cli.output import print_json, to_json
+from profstore.explain import explain_lines
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from profstore.result import Reason

@@ -64,7 +64,8 @@ def serve(args: argparse.Namespace) -> int:
     check_database(url)
     try:
         from profstore.web.config import ServeOptions, WebUnavailable, require_datasette
-        from profstore.web.server import serve as run, wal_in_use
+        from profstore.web.server import serve as run
+        from profstore.web.server import wal_in_use
 
         require_datasette()
     except (ImportError, WebUnavailable) as exc:

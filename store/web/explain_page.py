@@ -13,11 +13,10 @@ from profstore.api import Store
 from profstore.explain import ROWS_USED, explain_sections
 from profstore.formatting import format_cell, to_json
 from profstore.leaf import LeafOp
-from sqlalchemy import select
-from sqlalchemy.engine import Connection
-
 from profstore.web import render
 from profstore.web.state import WebState
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
 EXAMPLE = ('{"op": "tensor_cast.rms_norm.default", "args": [{"shape": [28, 7168], "dtype": '
            '"bfloat16"}, {"shape": [7168], "dtype": "bfloat16"}, 1e-06], "outputs": '
