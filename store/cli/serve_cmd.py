@@ -32,8 +32,8 @@ example:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve", parents=[db_options()], help="browse the store in a web browser (Datasette)",
-        description="Serve a SQLite store read-only with Datasette: every table and view "
-                    "described, canned queries, regime pictures, a version overview and an "
+        description="Serve a SQLite store read-only with Datasette: every table and view\n"
+                    "described, canned queries, regime pictures, a version overview and an\n"
                     "explain page. Needs the extra: pip install 'profstore[web]'.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1",

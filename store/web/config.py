@@ -59,9 +59,9 @@ def require_datasette() -> Any:
     return datasette.app
 
 
-def build_datasette(options: ServeOptions) -> Any:
-    """A Datasette on ``options.path`` with the profstore plugin registered (not started:
-    the caller runs ``invoke_startup``)."""
+def build_datasette(options: ServeOptions) -> tuple[Any, Any]:
+    """A Datasette on ``options.path`` with the profstore plugin registered, and the
+    plugin's state (the caller runs ``invoke_startup`` and closes the state)."""
     app = require_datasette()
     from datasette.plugins import pm
     from profstore.web.plugin import PLUGIN_NAME, ProfstorePlugin
@@ -77,6 +77,6 @@ def build_datasette(options: ServeOptions) -> Any:
     old = pm.get_plugin(PLUGIN_NAME)
     if old is not None:
         pm.unregister(old)
-    pm.register(ProfstorePlugin(WebState(options.path.resolve(), options.name)),
-                name=PLUGIN_NAME)
-    return ds
+    state = WebState(options.path.resolve(), options.name)
+    pm.register(ProfstorePlugin(state), name=PLUGIN_NAME)
+    return ds, state

@@ -35,7 +35,7 @@ def serve(options: ServeOptions, host: str, port: int, *, open_browser: bool = F
     require_datasette()
     import uvicorn
 
-    ds = build_datasette(options)
+    ds, state = build_datasette(options)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}/"
@@ -52,3 +52,4 @@ def serve(options: ServeOptions, host: str, port: int, *, open_browser: bool = F
         asyncio.run(main())
     finally:
         sock.close()
+        state.close()
