@@ -32,6 +32,7 @@ EXAMPLES: dict[str, str] = {
     "holdout": "profstore holdout --db perf.db --version v0.18 --path moe_fused",
     "report": "profstore report --db perf.db --version v0.18 --format html -o report.html",
     "plot": "profstore plot --db perf.db --version v0.18 --kernel RmsNorm -o rmsnorm.png",
+    "serve": "profstore serve --db perf.db --port 8042 --open",
     "bench": "profstore bench --root ../shared/perfdb --json bench.json",
     "gaps": "profstore gaps ../shared/workloads/qwen3_32b_decode.json --db perf.db "
             "--version v0.18 --budget 4 -o plan.csv",

@@ -6,15 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from profstore.cli.common import CliError, check_database, db_options, db_url, sqlite_file
-from profstore.db import is_sqlite
+from profstore.cli.common import CliError, check_database, db_options, db_url
+from profstore.db import is_sqlite, sqlite_file
 
 POSTGRES_REFUSAL = (
     "profstore serve shows SQLite stores only: Datasette reads SQLite files and has no "
     "PostgreSQL backend (serving one would need a separate service); browse a PostgreSQL "
     "store with `profstore regimes|duplicates|rejected|sql --db URL` or psql")
-EXAMPLE = """\
-pages:
+DESCRIPTION = """\
+Serve a SQLite store read-only with Datasette on this machine (127.0.0.1 unless --host
+says otherwise). Needs the extra: pip install 'profstore[web]'. The pages:
+
   /                       the tables and views, each described; the canned queries
   /DB/regimes             every regime with point counts and axis ranges (facets: version,
                           path, kernel); a regime_key opens the regime's page
@@ -22,20 +24,13 @@ pages:
   /-/profstore/overview   one version as small multiples: kernels per path, refusals,
                           duplicates, rejected rows
   /-/profstore/explain    paste a leaf descriptor: the explain output, rows used linked
-
-example:
-  profstore serve --db perf.db --open
-  profstore serve --db perf.db --port 8042        # then open http://127.0.0.1:8042/
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve", parents=[db_options()], help="browse the store in a web browser (Datasette)",
-        description="Serve a SQLite store read-only with Datasette: every table and view\n"
-                    "described, canned queries, regime pictures, a version overview and an\n"
-                    "explain page. Needs the extra: pip install 'profstore[web]'.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=_port, default=8001,

@@ -51,7 +51,7 @@ def test_serve_help_describes_the_pages_with_an_example(capsys):
     code, out, _ = run(capsys, "serve", "--help")
     assert code == 0
     for text in ("/-/profstore/regime", "/-/profstore/overview", "/-/profstore/explain",
-                 "profstore serve --db perf.db --open", "127.0.0.1"):
+                 "profstore serve --db perf.db --port 8042 --open", "127.0.0.1"):
         assert text in out
 
 
