@@ -4,13 +4,21 @@ overview draws one panel per path plus the rejected rows."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from profstore.evaluation import overview as overview_module
 from profstore.evaluation import plot
 from profstore.evaluation.holdout import GroupStats, HoldoutPoint, HoldoutReport
 
-pytest.importorskip("matplotlib")
+from tests.support.prerequisites import require
+
 pytestmark = pytest.mark.no_database
+
+
+@pytest.fixture(autouse=True)
+def _matplotlib() -> None:
+    require(importlib.util.find_spec("matplotlib") is not None, "matplotlib (profstore[report])")
 
 
 def point(path: str, ape: float | None, nn_ape: float | None = None,

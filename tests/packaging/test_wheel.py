@@ -89,6 +89,10 @@ def test_the_wheel_holds_one_top_level_package_with_its_migrations(wheel):
     assert "profstore/migrations/env.py" in names
     assert "profstore/migrations/script.py.mako" in names
     assert any(n.startswith("profstore/migrations/versions/0001_") for n in names)
+    web = {n for n in names if n.startswith("profstore/web/")}
+    assert {"profstore/web/metadata.yaml", "profstore/web/plugin.py",
+            "profstore/web/templates/profstore_regime.html",
+            "profstore/web/templates/profstore_explain.html"} <= web
 
 
 def test_demo_and_lookup_run_from_the_wheel_beside_decoy_packages(installed):

@@ -4,13 +4,14 @@ The store is tests/cli's hand-computable fixture version (v0.18: RmsNorm with a 
 coordinate and a NaN row, Add with a broken line, Range with no inputs), ingested into a
 SQLite file and served by ``python -m profstore serve --port 0`` as a subprocess; the
 browser is Debian's chromium with its chromedriver (never a downloaded one). Without
-them the tests skip locally and fail under CI=true. Screenshots go to a temporary
-directory ($PROFSTORE_SCREENSHOTS), printed at the end of the session.
+them the tests skip locally and fail under CI=true (tests.support.prerequisites).
+Screenshots go to a temporary directory ($PROFSTORE_SCREENSHOTS), printed at the end.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import ingest_into, write_fixture
+from tests.support.prerequisites import require
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -31,12 +33,6 @@ CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--window-size=1280,1000")
 START_TIMEOUT = 90.0
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the browser tests: {reason} (see .ci/browser.sh)")
-    pytest.skip(reason)
 
 
 @dataclass
@@ -106,14 +102,14 @@ def screenshots() -> Iterator[Path]:
 
 @pytest.fixture(scope="package")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        _unavailable("the selenium client is not installed (pip install -e '.[test]')")
+    require(importlib.util.find_spec("selenium") is not None,
+            "the selenium client (pip install -e '.[test]')")
     for binary in (CHROMIUM, CHROMEDRIVER):
-        if not binary.exists():
-            _unavailable(f"{binary} is missing (apt-get install chromium chromium-driver)")
+        require(binary.exists(), f"{binary} (bash .ci/browser.sh installs Debian's chromium "
+                                 "and chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     for flag in CHROME_FLAGS:
         options.add_argument(flag)
