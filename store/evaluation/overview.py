@@ -60,8 +60,9 @@ def version_overview(store: Store, version: str) -> VersionOverview:
         duplicated = conn.execute(select(coordinate.c.kernel_type, coordinate.c.path,
                                          func.count()).group_by(coordinate.c.kernel_type,
                                                                 coordinate.c.path)).all()
-        rejected = dict(conn.execute(select(rr.reason_code, func.count()).where(
-            rr.profile_id == profile.id).group_by(rr.reason_code)).all())
+        rejected: dict[str, int] = {reason: n for reason, n in conn.execute(
+            select(rr.reason_code, func.count()).where(rr.profile_id == profile.id)
+            .group_by(rr.reason_code))}
     cells: dict[tuple[str, str], KernelCounts] = {}
     for kernel, path, n, regimes in points:
         cells[(path, kernel)] = KernelCounts(kernel, points=n, regimes=regimes)

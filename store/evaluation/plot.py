@@ -288,13 +288,13 @@ def source_distribution_png(replays: Sequence[Any]) -> bytes:
 def holdout_png(report: HoldoutReport) -> bytes:
     """Cumulative distribution of hold-out |error| %, one small panel per path on shared
     axes: interpolation (solid) against the nearest-neighbour baseline (dashed)."""
-    curves = []
+    curves: list[tuple[str, list[float], list[float]]] = []
     for stats in report.paths:
-        answered = [p for p in report.points
-                    if p.path == stats.path and not p.boundary and p.ape is not None]
-        if answered:
-            curves.append((stats.path, sorted(p.ape for p in answered),
-                           sorted(p.nn_ape for p in answered if p.nn_ape is not None)))
+        answered = [p for p in report.points if p.path == stats.path and not p.boundary]
+        errors = sorted(p.ape for p in answered if p.ape is not None)
+        nearest = sorted(p.nn_ape for p in answered if p.ape is not None and p.nn_ape is not None)
+        if errors:
+            curves.append((stats.path, errors, nearest))
     plt = pyplot()
     fig, axes = small_multiples(plt, max(len(curves), 1), panel=(2.4, 1.9))
     for ax, (path, errors, nearest) in zip(axes, curves):

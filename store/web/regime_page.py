@@ -77,7 +77,7 @@ async def regime_page(state: WebState, datasette: Any, request: Any) -> Response
     return await render.page(datasette, request, "profstore_regime.html", context)
 
 
-def _point_row(point: Any) -> dict[str, str]:
+def _point_row(point: Any) -> dict[str, Any]:
     return {"axes": [format_cell(a) for a in point.axes], "rows": str(point.rows),
             "truth": format_cell(point.truth_us), "predicted": format_cell(point.predicted_us),
             "ape": _percent(point.ape), "nn": format_cell(point.nn_us),
