@@ -21,7 +21,7 @@ from profstore.mapping import VersionMapping
 from profstore.paths.base import Extraction, Refusal, RowContext
 from profstore.paths.registry import ingest_paths, selector_of, tc_input_counts
 from profstore.schema import SQL_INT_MAX
-from sqlalchemy import Connection, Table, func, insert, select
+from sqlalchemy import Connection, Table, func, insert, inspect, select
 
 MAPPING_FILE_NAME = "op_mapping.yaml"
 
@@ -34,9 +34,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                "latency_column"),
     "sample_key": ("profile_id", "sample_id", "kernel_type", "exact_key", "latency_us",
                    "latency_column"),
-    "sample_point": ("profile_id", "sample_id", "kernel_type", "path", "regime_key",
-                     *t.REGIME_COLUMNS, "semantic_key", "axis_0", "axis_1", "axis_2",
-                     "latency_us", "latency_column"),
+    "regime": ("id", "profile_id", "kernel_type", "path", "regime_key", *t.REGIME_COLUMNS),
+    "sample_point": ("profile_id", "regime_id", "sample_id", "kernel_type", "path",
+                     "regime_key", "semantic_key", "axis_0", "axis_1", "axis_2", "latency_us",
+                     "latency_column"),
     "path_refusal": ("profile_id", "sample_id", "kernel_type", "path", "reason"),
     "rejected_row": ("profile_id", "kernel_file_id", "file_name", "line_no", "raw_text",
                      "reason_code", "reason"),
@@ -44,7 +45,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                     "message_bytes", "num_devices", "dtype", "topology_tier", "latency_us",
                     "bandwidth_gbps"),
 }
-FLUSH_ORDER = (t.kernel_file, t.sample, t.sample_key, t.sample_point, t.path_refusal,
+WIDE_POINT_COLUMNS = ("profile_id", "sample_id", "kernel_type", "path", "regime_key",
+                      *t.REGIME_COLUMNS, "semantic_key", "axis_0", "axis_1", "axis_2",
+                      "latency_us", "latency_column")
+"""``sample_point`` as revisions 0001-0003 made it, with the regime's columns on every point
+(a database not yet migrated to 0004 is written in its own layout)."""
+FLUSH_ORDER = (t.kernel_file, t.sample, t.sample_key, t.regime, t.point, t.path_refusal,
                t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
 SAMPLE_CELLS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
                 "Output Data Types", "Output Formats")
@@ -60,9 +66,13 @@ class RowWriter:
         self.dicts: dict[str, list[dict]] = {}
         self.keys: StrippedKeyPlanner[tuple[int, float, str]] = StrippedKeyPlanner()
         self.regimes = RegimeMemo()
+        self._regime_ids: dict[tuple[str, str, str], int] = {}
+        self.wide_points = not inspect(conn).has_table(t.regime.name)
         self._next_id = {
             name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1
-            for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample))
+            for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample),
+                                ("regime", t.regime))
+            if name != "regime" or not self.wide_points
         }
 
     def _take_id(self, name: str) -> int:
@@ -77,7 +87,9 @@ class RowWriter:
         for table in FLUSH_ORDER:
             rows = self.buffers.pop(table.name, None)
             if rows:
-                bulk_insert(self.conn, table, COLUMNS[table.name], rows)
+                columns = (WIDE_POINT_COLUMNS if table is t.point and self.wide_points
+                           else COLUMNS[table.name])
+                bulk_insert(self.conn, table, columns, rows)
             records = self.dicts.pop(table.name, None)
             if records:
                 self.conn.execute(insert(table), records)
@@ -137,10 +149,26 @@ class RowWriter:
             return
         for extraction in outcome:
             axes = (*extraction.axes, None, None, None)[:3]
-            self._add(t.sample_point, (
-                self.profile_id, sample_id, kernel, path.name, *self.regimes(extraction),
+            if self.wide_points:
+                self._add(t.point, (
+                    self.profile_id, sample_id, kernel, path.name, *self.regimes(extraction),
+                    extraction.semantic, *axes, row.latency_us, row.latency_column))
+                continue
+            regime_id, regime_key = self._regime(kernel, path.name, extraction)
+            self._add(t.point, (
+                self.profile_id, regime_id, sample_id, kernel, path.name, regime_key,
                 extraction.semantic, *axes, row.latency_us, row.latency_column,
             ))
+
+    def _regime(self, kernel: str, path: str, extraction: Extraction) -> tuple[int, str]:
+        """The id and key of the extraction's regime, written on its first point."""
+        values = self.regimes(extraction)
+        key = (kernel, path, values[0])
+        found = self._regime_ids.get(key)
+        if found is None:
+            found = self._regime_ids[key] = self._take_id("regime")
+            self._add(t.regime, (found, self.profile_id, kernel, path, *values))
+        return found, str(values[0])
 
     def _rejects(self, file_id: int | None, name: str, rejected: Iterable[Rejected]) -> None:
         for r in rejected:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, bindparam, func, select
 
 __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 
-AXIS_COLUMNS = (t.sample_point.c.axis_0, t.sample_point.c.axis_1, t.sample_point.c.axis_2)
+AXIS_COLUMNS = (t.point.c.axis_0, t.point.c.axis_1, t.point.c.axis_2)
 
 
 @dataclass(frozen=True)
@@ -60,16 +60,19 @@ class RegimeSlice:
 
 
 def _point_select():
-    p = t.sample_point.c
+    p = t.point.c
     return (
         select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
                t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
+        .select_from(t.point)
+        .join(t.regime, t.regime.c.id == p.regime_id)
         .join(t.sample, t.sample.c.id == p.sample_id)
         .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
     )
 
 
-_P = t.sample_point.c
+_P = t.point.c
+_G = t.regime.c
 _K = t.sample_key.c
 _KERNEL_PRESENT = Statement(select(t.kernel_file.c.id).where(
     t.kernel_file.c.profile_id == bindparam("profile"),
@@ -90,8 +93,8 @@ _OUTPUT_SHAPE = Statement(
     .order_by(_K.exact_key, _K.sample_id)
 )
 _REGIME_SLICE_SELECT = _point_select().where(
-    _P.profile_id == bindparam("profile"), _P.kernel_type == bindparam("kernel"),
-    _P.path == bindparam("path"), _P.regime_key == bindparam("regime"),
+    _G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
+    _G.path == bindparam("path"), _G.regime_key == bindparam("regime"),
 )
 _REGIME_SLICE = Statement(_REGIME_SLICE_SELECT)
 _POINTS_AT = tuple(
@@ -99,10 +102,11 @@ _POINTS_AT = tuple(
         *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
     for n in range(4)
 )
-_KERNEL_PATH = (_P.profile_id == bindparam("profile"), _P.kernel_type == bindparam("kernel"),
-                _P.path == bindparam("path"))
 _REGIME_STATS = Statement(
-    select(func.count(), func.count(_P.regime_key.distinct())).where(*_KERNEL_PATH))
+    select(func.count(), func.count(_G.id.distinct()))
+    .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
+    .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
+           _G.path == bindparam("path")))
 _R = t.path_refusal.c
 _REFUSALS = Statement(
     select(_R.reason, func.count())

@@ -142,7 +142,7 @@ def interpolate_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.nd
     xa, ya = _as_1d(xs, ys, x)
     xl, x = xa.tolist(), float(x)
     order, sx, nearest = _order_1d(xa, xl, x)
-    if sx and any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:])):
+    if _has_duplicates(sx):
         raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
     if not sx:
         return _fail(Diagnostic.INSUFFICIENT, f"no measured {axis_name} points to interpolate from",
@@ -180,6 +180,14 @@ def _order_1d(xa: np.ndarray, xl: list[float], x: float) -> tuple[list[int], lis
     order = sorted(range(len(xl)), key=xl.__getitem__)
     nearest = min(range(len(xl)), key=lambda i: abs(xl[i] - x)) if xl else -1
     return order, [xl[i] for i in order], nearest
+
+
+def _has_duplicates(sx: list[float]) -> bool:
+    """Whether two sorted coordinates are the same within ``EXACT_RTOL``."""
+    if len(sx) > 64:
+        a = np.asarray(sx)
+        return bool(np.any(np.diff(a) <= _tol(a[1:])))
+    return any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:]))
 
 
 def _as_points(points: np.ndarray) -> np.ndarray:

@@ -301,6 +301,18 @@ class LeafOp:
     outputs: tuple[TensorSpec, ...] = ()
     context: LeafContext = LeafContext()
 
+    def __hash__(self) -> int:
+        """Computed once per object: a leaf keys every cache of a lookup, and hashing it
+        walks every tensor. Kept out of pickles (string hashes differ per process)."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.op, self.args, self.kwargs, self.outputs, self.context))
+            self.__dict__["_hash"] = cached
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def __post_init__(self) -> None:
         if self.op is None:
             raise ValueError("op: missing")

@@ -6,9 +6,11 @@ Layout, from coarse to fine:
 - ``kernel_file``: one CSV of a version, with its row accounting.
 - ``sample``: one accepted CSV data row, raw text kept, with its selected latency.
 - ``sample_key``: the base exact-lookup keys of a sample (input signature prefixes).
-- ``sample_point``: one path's interpretation of a sample: regime + up to three axes.
-  A CSV row can feed several paths (generic compute and a Phase 2 path), so it may
-  have several points; each is a row of its own.
+- ``regime``: one (profile, kernel, path, regime key), with the key's inspection columns.
+- ``sample_point``: one path's interpretation of a sample: its regime (by id) + up to three
+  axes. A CSV row can feed several paths (generic compute and a Phase 2 path), so it may
+  have several points; each is a row of its own. (``point`` in Core; ``sample_point`` in
+  Core is that table joined with ``regime``, every column the table had before 0004.)
 - ``path_refusal``: a sample that one path cannot use, with the reason.
 - ``rejected_row``: a data row that could not become a sample at all, with the reason.
 - ``op_mapping`` / ``interpolation_policy``: the version's op_mapping.yaml, normalised.
@@ -28,6 +30,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    select,
 )
 from sqlalchemy.types import TypeEngine
 
@@ -156,12 +159,11 @@ the ones a path sets (NULL otherwise)."""
 
 _INT_REGIME_COLUMNS = {"input_count", "ep_size", "topk"}
 
-sample_point = Table(
-    "sample_point",
+regime = Table(
+    "regime",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
-    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
     Column("kernel_type", Label(128), nullable=False),
     Column("path", Label(48), nullable=False),
     Column("regime_key", Text, nullable=False),
@@ -169,26 +171,44 @@ sample_point = Table(
         Column(name, Integer if name in _INT_REGIME_COLUMNS else Text)
         for name in REGIME_COLUMNS
     ],
+    Index("ix_regime_lookup", "profile_id", "kernel_type", "path", "regime_key", unique=True),
+)
+
+point = Table(
+    "sample_point",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
+    Column("regime_id", Integer, ForeignKey("regime.id"), nullable=False),
+    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
+    Column("kernel_type", Label(128), nullable=False),
+    Column("path", Label(48), nullable=False),
+    Column("regime_key", Text, nullable=False),
     Column("semantic_key", Text),
     Column("axis_0", Float),
     Column("axis_1", Float),
     Column("axis_2", Float),
     Column("latency_us", Float, nullable=False),
     Column("latency_column", Label(64), nullable=False),
-    Index(
-        "ix_sample_point_coordinate",
-        "profile_id",
-        "kernel_type",
-        "path",
-        "regime_key",
-        "axis_0",
-        "axis_1",
-        "axis_2",
-        "latency_column",
-        "latency_us",
-    ),
+    Index("ix_sample_point_coordinate", "regime_id", "axis_0", "axis_1", "axis_2",
+          "latency_column", "latency_us"),
     Index("ix_sample_point_sample", "sample_id"),
 )
+"""The ``sample_point`` table as stored since migration 0004: a point's regime by id (the
+regime's inspection columns live once in ``regime``), indexed by regime id rather than by
+the regime key's text. It keeps every column the ``regimes`` and ``duplicates`` views read."""
+
+sample_point = (
+    select(point.c.id, point.c.profile_id, point.c.sample_id, point.c.kernel_type,
+           point.c.path, point.c.regime_key, *[regime.c[name] for name in REGIME_COLUMNS],
+           point.c.semantic_key, point.c.axis_0, point.c.axis_1, point.c.axis_2,
+           point.c.latency_us, point.c.latency_column)
+    .select_from(point.join(regime, regime.c.id == point.c.regime_id))
+    .subquery("sample_point")
+)
+"""Every column ``sample_point`` had before migration 0004 (the regime columns joined in
+from ``regime``), for reading in Core: ``t.sample_point.c.ep_size`` as before. Writes go
+to ``point`` and ``regime``."""
 
 path_refusal = Table(
     "path_refusal",
@@ -285,7 +305,8 @@ DATA_TABLES = (
     op_mapping,
     rejected_row,
     path_refusal,
-    sample_point,
+    point,
+    regime,
     sample_key,
     sample,
     kernel_file,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from functools import lru_cache
 
 import profstore.paths as package
 from profstore.mapping import MappingEntry, VersionMapping
@@ -41,8 +42,10 @@ DISPATCH_SELECTORS = frozenset({"communication", "zero_cost", "accepted_miss", "
 """Selectors the dispatcher answers itself (RFC §3.1); every other selector is a path's."""
 
 
+@lru_cache(maxsize=8192)
 def selector_of(entry: MappingEntry) -> str:
-    """The entry's dispatch selector, over the vocabulary the registered paths declare."""
+    """The entry's dispatch selector, over the vocabulary the registered paths declare
+    (memoised: entries are frozen, and the dispatcher asks three times per lookup)."""
     return entry.selector_among(QUERY_MODES, SUBCATEGORIES)
 
 
