@@ -66,8 +66,8 @@ class RowWriter:
         self.dicts: dict[str, list[dict]] = {}
         self.keys: StrippedKeyPlanner[tuple[int, float, str]] = StrippedKeyPlanner()
         self.regimes = RegimeMemo()
-        self._regime_ids: dict[tuple[str, str, str], int] = {}
         self.wide_points = not inspect(conn).has_table(t.regime.name)
+        self._regime_ids = {} if self.wide_points else _existing_regimes(conn, profile_id)
         self._next_id = {
             name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1
             for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample),
@@ -202,6 +202,15 @@ class RowWriter:
                 "core_envelope_ratio": policy.core_envelope_ratio,
                 "require_semantic_unique": policy.require_semantic_unique,
             })
+
+
+def _existing_regimes(conn: Connection, profile_id: int) -> dict[tuple[str, str, str], int]:
+    """Regimes the profile already has (a writer adding rows to a stored version reuses
+    them; a new version has none)."""
+    g = t.regime.c
+    rows = conn.execute(select(g.kernel_type, g.path, g.regime_key, g.id)
+                        .where(g.profile_id == profile_id))
+    return {(kernel, path, key): regime_id for kernel, path, key, regime_id in rows}
 
 
 _JSON_KEYS: dict[str, str] = {}
