@@ -8,8 +8,16 @@ kernel by ``interpolation_policy.kernel_overrides.<k>.generic_compute.axis``.
 Regime, ``axis_0`` mode: kernel, input count, dtypes, and the shape signature of the
 inputs where a leading dimension equal to the token count is written ``T`` (inputs
 that share the token dimension move with it; every other dimension stays fixed).
-Regime, ``output_numel`` mode: kernel, input count, dtypes, and each tensor's rank
-and last dimension (hidden sizes fixed, row counts free).
+Regime, ``output_numel`` mode: kernel, input count, dtypes, the output's rank and last
+dimension, and per input what does not move with the output size: an index tensor
+(integer dtype) keeps only its rank, its length being the output's row count; a data
+tensor keeps its whole shape, a leading dimension equal to the output's row count written
+``T`` (the embedding table ``[V, H]`` stays fixed, a concatenated ``[T, 16, 128]`` moves).
+For a kernel in ``SCALED_SOURCE`` the source tensor's leading dimension is written as its
+ratio to the row count (``8T``): Index gathers ``T`` rows out of ``8T`` in one family of
+measurements and out of ``T`` in another, both moving with the output. Keeping an index
+tensor's last dimension (and Index's source length) made every measured GatherV2 / Index
+point its own regime.
 """
 
 from __future__ import annotations
@@ -110,20 +118,44 @@ def _token_pattern(shape: Shape, tokens: int) -> str:
     return ",".join(str(d) for d in shape) if shape else "()"
 
 
+#: Profiler dtypes of index tensors (their length moves with a gather's output).
+INDEX_DTYPES = frozenset({"INT32", "INT64", "DT_INT32", "DT_INT64", "UINT32", "UINT64"})
+
+
 def _numel_extraction(
     kernel: str, shapes: Sequence[Shape], dtypes: Sequence[str], outputs: Sequence[Shape]
 ) -> Extraction | Refusal:
     if not outputs:
         return refuse(Reason.TARGET_UNAVAILABLE, "output_numel axis needs an output shape")
-    signature = ";".join(_rank_and_last(s) for s in shapes) + "->" + _rank_and_last(outputs[0])
+    rows = drop_batch_dim(outputs[0])
+    tokens = rows[0] if rows else None
+    scaled = kernel in SCALED_SOURCE
+    inputs = ";".join(_fixed_part(s, d, tokens, scaled and i == 0)
+                      for i, (s, d) in enumerate(zip(shapes, dtypes)))
     regime = {
         "kernel": kernel,
         "axis": "output_numel",
         "input_count": len(shapes),
         "dtypes": ";".join(dtypes),
-        "shape_signature": signature,
+        "shape_signature": inputs + "->" + _rank_and_last(outputs[0]),
     }
     return Extraction(regime, (float(numel(outputs[0])),))
+
+
+#: Kernels whose source tensor's leading dimension is a multiple of the output's rows.
+SCALED_SOURCE = frozenset({"Index"})
+
+
+def _fixed_part(shape: Shape, dtype: str, tokens: int | None, scaled: bool = False) -> str:
+    """What of one input stays fixed while the output grows (module docstring)."""
+    if dtype in INDEX_DTYPES:
+        return f"i{len(shape)}"
+    if tokens is None or not shape:
+        return ",".join(map(str, shape)) if shape else "()"
+    rows = drop_batch_dim(shape)
+    if scaled and tokens > 0 and rows and rows[0] % tokens == 0 and rows[0] > tokens:
+        return ",".join([f"{rows[0] // tokens}T", *(str(d) for d in rows[1:])])
+    return _token_pattern(rows, tokens)
 
 
 def _rank_and_last(shape: Shape) -> str:
