@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from profstore.shapes import Shape, restore_fractal_nz
+from profstore.shapes import FRACTAL_NZ, Shape, logical_shape
 
-FRACTAL_NZ = "FRACTAL_NZ"
+__all__ = ["FRACTAL_NZ", "CsvRow", "Slot"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Slot:
     @classmethod
     def from_cells(cls, shape: Shape | None, dtype: str, fmt: str) -> Slot:
         fmt = fmt or "ND"
-        logical = restore_fractal_nz(shape) if shape is not None and fmt == FRACTAL_NZ else shape
+        logical = None if shape is None else logical_shape(shape, fmt)
         return cls(logical, dtype, fmt, shape)
 
 

@@ -63,12 +63,22 @@ def parse_list_cell(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in body.split(";"))
 
 
+FRACTAL_NZ = "FRACTAL_NZ"
+
+
 def restore_fractal_nz(shape: Shape) -> Shape:
     """``(…, H, W, bh, bw)`` → ``(…, H·bw, W·bh)``; shapes of rank < 4 are already logical."""
     if len(shape) < 4:
         return shape
     *lead, h, w, bh, bw = shape
     return (*lead, h * bw, w * bh)
+
+
+def logical_shape(shape: Shape, fmt: str | None) -> Shape:
+    """The logical shape of a tensor stored in memory format ``fmt``: the one place where a
+    FRACTAL_NZ layout is restored, for CSV rows (ingest) and leaf tensors (lookup) alike.
+    Every other format (and an unstated one) is logical as written."""
+    return restore_fractal_nz(shape) if fmt == FRACTAL_NZ else shape
 
 
 def strip_leading_batch(shape: Shape) -> Shape:

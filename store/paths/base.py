@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from profstore.dtypes import to_profiler_dtype
 from profstore.leaf import TensorSpec
 from profstore.result import Reason
-from profstore.rows import FRACTAL_NZ, CsvRow
-from profstore.shapes import Shape, restore_fractal_nz
+from profstore.rows import CsvRow
+from profstore.shapes import Shape, logical_shape
 
 if TYPE_CHECKING:
     from profstore.leaf import LeafOp
@@ -60,8 +60,8 @@ class Operand:
 def target_operand(tensor: TensorSpec, fmt: str, float16_as: str = "DT_BF16") -> Operand:
     """A leaf tensor in format ``fmt`` as the CSV would show it (FRACTAL_NZ restored, profiler
     dtype name); raises ValueError for a dtype the profiler has no name for."""
-    shape = restore_fractal_nz(tensor.shape) if fmt == FRACTAL_NZ else tensor.shape
-    return Operand(shape, to_profiler_dtype(tensor.dtype, float16_as=float16_as), fmt)
+    return Operand(logical_shape(tensor.shape, fmt),
+                   to_profiler_dtype(tensor.dtype, float16_as=float16_as), fmt)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from profstore.paths.base import (
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
-from profstore.shapes import Shape, drop_batch_dim, numel, restore_fractal_nz
+from profstore.shapes import Shape, drop_batch_dim, logical_shape, numel
 
 
 class GenericComputePath(OperatorPath):
@@ -82,9 +82,7 @@ def target_signature(leaf: LeafOp, ctx: TargetContext) -> tuple[list[Shape], lis
     tensors = normalize_target_inputs(ctx.kernel_type, leaf.tensor_inputs())
     if ctx.entry.tc_input_count:
         tensors = tensors[: ctx.entry.tc_input_count]
-    shapes = [
-        restore_fractal_nz(t.shape) if t.format == "FRACTAL_NZ" else t.shape for t in tensors
-    ]
+    shapes = [logical_shape(t.shape, t.format) for t in tensors]
     return shapes, [to_profiler_dtype(t.dtype) for t in tensors]
 
 

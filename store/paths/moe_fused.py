@@ -35,8 +35,8 @@ from profstore.paths.base import (
     refuse,
 )
 from profstore.result import Reason
-from profstore.rows import FRACTAL_NZ, CsvRow, Slot
-from profstore.shapes import Shape, leading_product, restore_fractal_nz, shape_text
+from profstore.rows import CsvRow, Slot
+from profstore.shapes import Shape, leading_product, logical_shape, shape_text
 
 KERNEL = "DispatchFFNCombine"
 EP_COLUMN = "EP Size"
@@ -256,7 +256,7 @@ def stacked_weight(value: Any) -> Operand | str:
         return "weight list missing"
     if not all(isinstance(t, TensorSpec) for t in tensors):
         return "weight list holds a non-tensor"
-    shapes = {_logical(t) for t in tensors}
+    shapes = {logical_shape(t.shape, t.format) for t in tensors}
     kinds = {(t.dtype, t.format) for t in tensors}
     if len(shapes) != 1 or len(kinds) != 1:
         return "per-expert weights differ in shape, dtype or format"
@@ -272,10 +272,6 @@ def stacked_weight(value: Any) -> Operand | str:
         return Operand(stacked, to_profiler_dtype(dtype), fmt)
     except ValueError as error:
         return str(error)
-
-
-def _logical(tensor: TensorSpec) -> Shape:
-    return restore_fractal_nz(tensor.shape) if tensor.format == FRACTAL_NZ else tensor.shape
 
 
 def embedded_kernels(raw: Mapping[str, Any]) -> tuple[str, ...]:
