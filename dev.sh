@@ -18,7 +18,7 @@ setup() {
     python3 -m venv "$VENV"
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[test,report,postgres,web]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[test,report,postgres,web,tensorcast]"
 }
 
 case "${1:-}" in

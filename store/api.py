@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from profstore import schema as t
 from profstore.candidates import CandidateQueries
 from profstore.communication import CommunicationLookup
 from profstore.db import make_engine, normalize_url, redact_url, sqlite_file, upgrade
 from profstore.exact import BaseExact
+from profstore.format_inference import FormatInference
+from profstore.formats import FormatPolicy
 from profstore.geometry import TriangulationCache
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
@@ -74,9 +76,9 @@ class Store:
 
     def _new_caches(self) -> Caches:
         queries = CandidateQueries(self._snapshots)
-        dispatcher = Dispatcher(BaseExact(queries),
-                                PathRunner(queries, TriangulationCache(512)),
-                                CommunicationLookup(self._snapshots))
+        runner = PathRunner(queries, TriangulationCache(512))
+        dispatcher = Dispatcher(BaseExact(queries), runner, CommunicationLookup(self._snapshots),
+                                FormatInference(self._snapshots, runner))
         return Caches(queries, dispatcher, LRU(self._cache_size))
 
     @property
@@ -124,16 +126,20 @@ class Store:
         return f"Store({redact_url(self.engine.url.render_as_string(hide_password=False))})"
 
     def lookup(self, leaf: LeafOp, version: str, interpolation: bool = True,
-               exclude_samples: Iterable[int] = ()) -> QueryResult:
+               exclude_samples: Iterable[int] = (),
+               format_policy: FormatPolicy | Mapping[str, Any] | None = None) -> QueryResult:
         """The latency of one leaf operator in one version; never raises for a miss.
 
         ``exclude_samples`` hides measured rows (by sample id) from this query only:
         hold-out evaluation asks through the same code path a real lookup uses.
+        ``format_policy`` states formats the leaf leaves unstated (store/formats.py); a
+        policy with an unknown format or key raises ``ValueError``.
         """
         if not isinstance(leaf, LeafOp):
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
-        options = (_PLAIN[bool(interpolation)] if exclude_samples == () else
-                   LookupOptions(bool(interpolation), frozenset(exclude_samples)))
+        policy = None if format_policy is None else FormatPolicy.from_json(format_policy)
+        options = (_PLAIN[bool(interpolation)] if exclude_samples == () and policy is None else
+                   LookupOptions(bool(interpolation), frozenset(exclude_samples), policy))
         key = _ResultKey((leaf, version, options))
         if not self._generations.due():
             cached = self._generations.current.parts.results.get(key)
@@ -145,6 +151,8 @@ class Store:
             if cached is not None:
                 return cached
             profile = self._profile_in(generation, version)
+            if profile is not None and policy is not None:
+                policy.check_ops(profile.mapping.entries, version)
             if profile is None:
                 result = QueryResult.miss(Reason.UNKNOWN_VERSION,
                                           message=f"no ingested version {version!r}")

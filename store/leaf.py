@@ -70,11 +70,14 @@ def _number(value: Any, path: str) -> int | float:
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One tensor: shape, canonical torch dtype, memory format, and optionally its values."""
+    """One tensor: shape, canonical torch dtype, memory format, and optionally its values.
+
+    ``format`` None means the caller does not state it (a TensorCast meta tensor carries
+    none): the lookup resolves it (store/formats.py); ``"ND"`` is a stated ND."""
 
     shape: tuple[int, ...]
     dtype: str
-    format: str = "ND"
+    format: str | None = None
     values: tuple[int | float, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -83,8 +86,9 @@ class TensorSpec:
             dtype = canonical_torch_dtype(self.dtype)
         except ValueError as error:
             raise ValueError(f"dtype: {error}") from None
-        if not isinstance(self.format, str) or not self.format.strip():
-            raise ValueError(f"format: must be a non-empty string, got {self.format!r}")
+        if self.format is not None and (not isinstance(self.format, str)
+                                        or not self.format.strip()):
+            raise ValueError(f"format: must be a non-empty string or null, got {self.format!r}")
         values = self.values
         if values is not None:
             if not _is_list(values):
@@ -95,7 +99,8 @@ class TensorSpec:
                 raise ValueError(f"values: length {len(values)} != numel {numel} of {list(shape)}")
         for name, value in (("shape", shape), ("dtype", dtype), ("values", values)):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "format", self.format.strip().upper())
+        if self.format is not None:
+            object.__setattr__(self, "format", self.format.strip().upper())
 
     @property
     def numel(self) -> int:
@@ -117,12 +122,11 @@ class TensorSpec:
         for name in ("shape", "dtype"):
             if data.get(name) is None:
                 raise _field(path, ValueError(f"{name}: missing"))
-        fmt = data.get("format")
         try:
             return cls(
                 shape=data["shape"],
                 dtype=data["dtype"],
-                format="ND" if fmt is None else fmt,
+                format=data.get("format"),
                 values=data.get("values"),
             )
         except ValueError as error:
@@ -130,7 +134,7 @@ class TensorSpec:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
-        if self.format != "ND":
+        if self.format is not None:
             out["format"] = self.format
         if self.values is not None:
             out["values"] = list(self.values)

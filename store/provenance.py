@@ -19,3 +19,16 @@ def row_input_shapes(conn: Connection, profile_id: int, file_name: str,
     if text is None:
         return None
     return tuple(shape for shape in parse_shape_cell(text) if shape is not None)
+
+
+def kernel_formats(conn: Connection, profile_id: int, kernel: str) -> frozenset[str]:
+    """Every memory format a kernel's stored rows name, inputs and outputs."""
+    s = t.sample.c
+    found: set[str] = set()
+    for inputs, outputs in conn.execute(
+            select(s.input_formats, s.output_formats).distinct().where(
+                s.profile_id == profile_id, s.kernel_type == kernel)):
+        for cell in (inputs, outputs):
+            found.update(part.strip().upper() for part in (cell or "").strip('"').split(";")
+                         if part.strip())
+    return frozenset(found)

@@ -57,6 +57,7 @@ class Reason(str, enum.Enum):
     EP_SIZE_NOT_CONFIGURED = "ep_size_not_configured"
     COMPUTE_SUBCATEGORY_UNKNOWN = "compute_subcategory_unknown"
     AMBIGUOUS_DUPLICATES = "ambiguous_duplicates"
+    FORMAT_AMBIGUOUS = "format_ambiguous"
     INTERPOLATION_DISABLED = "interpolation_disabled"
     PARTIAL_COMPOSITE = "partial_composite"
 
@@ -66,6 +67,7 @@ ACROSS_KERNELS: tuple[Reason, ...] = (
     Reason.UPSTREAM_LEAF_SEMANTICS_MISSING,
     Reason.REQUIRED_FIELD_MISSING,
     Reason.TARGET_UNAVAILABLE,
+    Reason.FORMAT_AMBIGUOUS,
     Reason.AMBIGUOUS_DUPLICATES,
     Reason.LATENCY_INVALID,
     Reason.DIMENSION_BLOCKED,

@@ -21,7 +21,8 @@ Conversion rules (see ``leaf_from_invocation``):
 - ``out``: a tensor, or a (nested) list or tuple whose tensors become the outputs in
   order; non-tensor entries are skipped.
 - A tensor's format is ``format_of(tensor)`` when that hook is given and returns a
-  value, else its ``.format`` attribute (a string or an enum member), else ``ND``.
+  value, else its ``.format`` attribute (a string or an enum member), else unstated
+  (None): the lookup resolves it (store/formats.py; ``format_policy=`` states formats).
 - Values: an integer tensor with at most ``MAX_VALUE_ELEMENTS`` elements that is not on
   the ``meta`` device carries its values, read through ``.tolist()``; a tensor whose
   data cannot be read (fake tensors) simply carries none.
@@ -42,6 +43,7 @@ from dataclasses import replace
 from typing import Any, TypeAlias
 
 from profstore.api import Store
+from profstore.formats import FormatPolicy
 from profstore.leaf import LeafContext, LeafOp
 from profstore.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.result import QueryResult, QuerySource, Reason
@@ -113,12 +115,15 @@ class ProfstoreDataSource:
                  ep_size: int | None = None, tp_size: int | None = None,
                  interpolation: bool = True,
                  mapping_overlay: str | os.PathLike[str] | VersionMapping | None = None,
-                 format_of: FormatOf | None = None, context: ContextArg = None) -> None:
+                 format_of: FormatOf | None = None, context: ContextArg = None,
+                 format_policy: FormatPolicy | Mapping[str, Any] | None = None) -> None:
         base = LeafContext(ep_size=ep_size, tp_size=tp_size)
         self._context_of = context if callable(context) else None
         if not callable(context):
             base = replace(base, **context_fields(context))  # a bad field raises here
         self.context = base
+        self.format_policy = (None if format_policy is None
+                              else FormatPolicy.from_json(format_policy))
         self.store, self._owns_store = _open(db, _overlay(mapping_overlay))
         self.version = version
         self.interpolation = bool(interpolation)
@@ -128,10 +133,17 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
         self._row_shapes = functools.lru_cache(maxsize=8192)(self._read_row_shapes)
-        if self.store.profile(version) is None:
+        profile = self.store.profile(version)
+        if profile is None:
             known = ", ".join(self.store.versions()) or "none"
             self.close()
             raise ValueError(f"version {version!r} is not in the database; ingested: {known}")
+        if self.format_policy is not None:
+            try:
+                self.format_policy.check_ops(profile.mapping.entries, version)
+            except ValueError:
+                self.close()
+                raise
 
     def context_for(self, op_invoke_info: Any) -> LeafContext:
         """The configured context of one invocation (the callable's answer merged in)."""
@@ -155,7 +167,8 @@ class ProfstoreDataSource:
             result = QueryResult.miss(Reason.INVALID_DESCRIPTOR, op=_op_name(op_invoke_info),
                                       message=message)
             return self._settle(result, None)
-        return self._settle(self.store.lookup(leaf, self.version, self.interpolation), leaf)
+        return self._settle(self.store.lookup(leaf, self.version, self.interpolation,
+                                              format_policy=self.format_policy), leaf)
 
     def _read_row_shapes(self, file_name: str, line_no: int) -> ShapeList:
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)

@@ -58,12 +58,14 @@ def _values(tensor: Any, shape: tuple[int, ...], dtype: str) -> tuple[int, ...] 
     return tuple(int(v) for v in data)
 
 
-def _format(tensor: Any, format_of: FormatOf | None) -> str:
+def _format(tensor: Any, format_of: FormatOf | None) -> str | None:
+    """The tensor's stated format; None (unstated) when neither the hook nor the tensor
+    says one: the lookup resolves it (store/formats.py)."""
     fmt = format_of(tensor) if format_of is not None else None
     if fmt is None:
         fmt = getattr(tensor, "format", None)
     if fmt is None:
-        return "ND"
+        return None
     if isinstance(fmt, str):
         return fmt
     name = getattr(fmt, "name", None)

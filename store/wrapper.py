@@ -18,9 +18,11 @@ from typing import Any
 from profstore.attempt import Attempt
 from profstore.communication import CommunicationLookup
 from profstore.exact import BaseExact, composite, sub_entry
+from profstore.format_inference import FormatInference
+from profstore.formats import FormatPolicy, prefill
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
-from profstore.path_lookup import PathRequest, PathRunner
+from profstore.path_lookup import PathRunner
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult, QuerySource, Reason, most_specific
@@ -38,13 +40,16 @@ class Profile:
 class LookupOptions:
     interpolation: bool = True
     exclude: frozenset[int] = frozenset()
+    formats: FormatPolicy | None = None
 
 
 class Dispatcher:
-    def __init__(self, base: BaseExact, runner: PathRunner, comm: CommunicationLookup) -> None:
+    def __init__(self, base: BaseExact, runner: PathRunner, comm: CommunicationLookup,
+                 inference: FormatInference) -> None:
         self.base = base
         self.runner = runner
         self.comm = comm
+        self.inference = inference
 
     def lookup(self, leaf: LeafOp, profile: Profile, options: LookupOptions) -> QueryResult:
         entry = profile.mapping.entry(leaf.op)
@@ -86,7 +91,9 @@ class Dispatcher:
         With interpolation disabled, a path whose exact coordinate is its base lookup
         (``specialized_base``: the attention paths, RFC §4.3.2) still answers it and never
         falls through to the generic input-signature lookup; every other leaf gets the
-        Phase 1 base result alone."""
+        Phase 1 base result alone. Unstated formats are resolved first (store/formats.py)."""
+        prefilled = prefill(leaf, entry, options.formats)
+        leaf = prefilled.leaf
         owns_exact = path.exact_owner_for(leaf)
         if not options.interpolation and not path.specialized_base:
             owns_exact = False
@@ -102,11 +109,13 @@ class Dispatcher:
         attempts = []
         for kernel in entry.kernels:
             ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
-            attempt = self.runner.run(PathRequest(path, leaf, ctx, profile.id,
-                                                  options.interpolation, options.exclude))
+            attempt = self.inference.run(path, prefilled, ctx, profile.id,
+                                         options.interpolation, options.exclude)
             attempts.append(attempt)
             if attempt.result is not None:
                 return _finish(attempt.result, entry, kernel, owns_exact, base_attempts)
+            if attempt.reason is Reason.FORMAT_AMBIGUOUS:
+                break  # an alternate kernel must not settle what the formats leave open
         if base is not None:
             base.details["interpolation_attempts"] = [a.summary() for a in attempts]
             return base

@@ -15,6 +15,7 @@ from profstore.api import Store
 from profstore.cli.common import CliError, add_version_option, check_database, db_options, db_url
 from profstore.cli.output import print_json, to_json
 from profstore.explain import explain_lines
+from profstore.formats import FormatPolicy
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from profstore.result import Reason
@@ -46,6 +47,28 @@ def _lookup_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mapping-overlay", metavar="FILE",
                         help="an op_mapping YAML whose entries and policies override the "
                              "version's")
+    parser.add_argument("--format-policy", metavar="JSON|FILE",
+                        help="formats for tensors a descriptor leaves unstated, e.g. "
+                             "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}' "
+                             "or '{\"default\": \"ND\"}' (a JSON text or file)")
+
+
+def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None:
+    """``--format-policy`` parsed and checked against the version's mapping."""
+    text = getattr(args, "format_policy", None)
+    if not text:
+        return None
+    if Path(text).is_file():
+        text = Path(text).read_text(encoding="utf-8")
+    try:
+        policy = FormatPolicy.from_json(json.loads(text))
+        profile = store.profile(args.version)
+        policy.check_ops(profile.mapping.entries if profile else (), args.version)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--format-policy: invalid JSON: {exc}") from None
+    except ValueError as exc:
+        raise CliError(f"--format-policy: {exc}") from None
+    return policy
 
 
 @contextmanager
@@ -77,17 +100,18 @@ def _overlay(path: str) -> VersionMapping:
 def lookup(args: argparse.Namespace) -> int:
     interpolation = not args.disable_profiling_interpolation
     with open_store(args) as store, _input(args.input) as lines:
+        policy = format_policy(args, store)
         for line in lines:
             if not line.strip():
                 continue
-            answer = answer_line(store, line.strip(), args.version, interpolation)
+            answer = answer_line(store, line.strip(), args.version, interpolation, policy)
             sys.stdout.write(to_json(answer) + "\n")
             sys.stdout.flush()
     return 0
 
 
-def answer_line(store: Store, line: str, version: str, interpolation: bool
-                ) -> dict[str, Any]:
+def answer_line(store: Store, line: str, version: str, interpolation: bool,
+                policy: FormatPolicy | None = None) -> dict[str, Any]:
     """One output object: the query's id and the result, or an invalid_descriptor line."""
     query_id, parsed = split_id(line)
     try:
@@ -96,7 +120,8 @@ def answer_line(store: Store, line: str, version: str, interpolation: bool
         return {"id": query_id, "latency_us": None, "source": None,
                 "reason": Reason.INVALID_DESCRIPTOR.value, "confidence": 0.0,
                 "details": {"error": str(exc)}}
-    return {"id": query_id, **store.lookup(leaf, version, interpolation).as_dict()}
+    result = store.lookup(leaf, version, interpolation, format_policy=policy)
+    return {"id": query_id, **result.as_dict()}
 
 
 def split_id(line: str) -> tuple[Any, Any]:
@@ -132,7 +157,8 @@ def explain(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc), code=2) from None
     with open_store(args) as store:
-        result = store.lookup(leaf, args.version, not args.disable_profiling_interpolation)
+        result = store.lookup(leaf, args.version, not args.disable_profiling_interpolation,
+                              format_policy=format_policy(args, store))
         profile = store.profile(args.version)
         entry = profile.mapping.entry(leaf.op) if profile else None
     if args.json:

@@ -118,6 +118,11 @@ class OperatorPath:
     """The path's exact coordinate is the base lookup itself (the attention paths, whose
     base lookups come with their prerequisites): with interpolation disabled it still
     answers. Other paths then return the Phase 1 base result (RFC §3.1, §8.2)."""
+    format_anchor_axes: ClassVar[frozenset[str]] = frozenset()
+    """Axes that describe the tensors whose format is in the regime (MatMul: K and N, the
+    weight): with formats unstated, a format whose rows measure the target on these axes
+    is preferred over one that reaches it only by interpolating across them
+    (store/format_inference.py)."""
     phase1_kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
     MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""

@@ -124,11 +124,10 @@ def row_call(row: CsvRow) -> MatrixCall | Refusal:
 
 
 def operand_format(tensor: TensorSpec, position: int, entry: MappingEntry) -> str:
-    """The tensor's stated format; for ND (or unstated) the mapping's expected format."""
-    expected = entry.expected_input_formats or ()
-    if tensor.format == "ND" and position < len(expected):
-        return expected[position].strip().upper() or "ND"
-    return tensor.format
+    """The tensor's format as resolved before the path runs (a policy, the mapping's
+    ``expected_input_formats`` or the measured rows fill an unstated one:
+    store/formats.py); ND for a format still unstated."""
+    return tensor.format or "ND"
 
 
 def target_tensors(leaf: LeafOp, ctx: TargetContext) -> tuple[TensorSpec, ...]:
@@ -173,6 +172,7 @@ class MatMulPath(OperatorPath):
     axis_names = MATMUL_AXES
     axis_groups = MATMUL_GROUPS
     ceiling = 3
+    format_anchor_axes = frozenset({"K", "N"})
     phase1_kernels = frozenset({"MatMulV2", "MatMulV3", "MatMulCommon", "BatchMatMulV2",
                                 "BatchMatMulNd", "TransposeBatchMatMul"})
 

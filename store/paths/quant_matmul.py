@@ -77,6 +77,7 @@ class QuantizedMatmulPath(OperatorPath):
     axis_names = MATMUL_AXES
     axis_groups = MATMUL_GROUPS
     ceiling = 3
+    format_anchor_axes = frozenset({"K", "N"})
     owns_exact = True
     kernels = frozenset({"QuantBatchMatmulV3"})
 

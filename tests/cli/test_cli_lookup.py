@@ -250,3 +250,25 @@ def test_kernels_on_the_real_corpus_count_every_data_line(capsys, corpus_db):
     for row in rows:
         assert row["rows_read"] == len(v18_rows(row["kernel_type"])), row["file"]
         assert row["rows_read"] == row["rows_accepted"] + row["rows_rejected"]
+
+
+def test_format_policy_states_formats_and_is_recorded(capsys, fixture_db):
+    # RmsNorm's rows are ND only: the policy's ND is the answer's format source
+    code, answers, err = lookup_lines(capsys, fixture_db, json.dumps(rms(16)) + "\n",
+                                      "--format-policy", '{"default": "ND"}')
+    assert (code, err, brief(answers[0])) == (0, "", (None, 14.0, "MEASURED", None))
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    ('{"default": "ZZ"}', "profstore: error: --format-policy: format_policy.default: unknown "
+                          "format 'ZZ'"),
+    ('{"ops": {"aten.nope.default": {"0": "ND"}}}',
+     "profstore: error: --format-policy: format_policy.ops: unknown op 'aten.nope.default' "
+     "(not in the v0.18 mapping)"),
+    ("{", "profstore: error: --format-policy: invalid JSON"),
+])
+def test_a_bad_format_policy_exits_with_one_line(capsys, fixture_db, policy, message):
+    code, answers, err = lookup_lines(capsys, fixture_db, json.dumps(rms(16)) + "\n",
+                                      "--format-policy", policy)
+    assert code != 0 and answers == []
+    assert err.startswith(message) and err.count("\n") == 1

@@ -87,10 +87,13 @@ def capped(db_path, dim: int) -> Store:
 
 
 def mm(m: int, k: int, n: int, op: str = "aten.mm.default", dtype: str = "bfloat16",
-       weight: dict | None = None) -> LeafOp:
+       weight: dict | None = None, fmt: str | None = "ND") -> LeafOp:
+    """A matmul leaf; ``fmt`` states both operands' format (None: unstated)."""
+    stated = {} if fmt is None else {"format": fmt}
     return LeafOp.from_json({
         "op": op,
-        "args": [{"shape": [m, k], "dtype": dtype}, weight or {"shape": [k, n], "dtype": dtype}],
+        "args": [{"shape": [m, k], "dtype": dtype, **stated},
+                 weight or {"shape": [k, n], "dtype": dtype, **stated}],
         "outputs": [{"shape": [m, n], "dtype": dtype}],
     })
 
@@ -259,3 +262,55 @@ def test_biased_call_never_borrows_two_input_rows(store):
     assert miss.reason is Reason.REGIME_MISMATCH
     assert miss.details["target_axes"] == [24.0, 1024.0, 512.0]
     assert miss.details["target_regime"]["input_count"] == 3
+
+
+# --- unstated formats (store/formats.py): the grid is ND, two rows at M 20 and 28 are NZ ---
+
+def test_unstated_formats_that_two_regimes_answer_differently_are_a_miss_naming_both(store):
+    result = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18")
+    assert result.reason is Reason.FORMAT_AMBIGUOUS
+    (attempt,) = result.details["attempted_kernels"]
+    # ND grid: f(24, 1024, 512) = 5.5; NZ rows: 50 + (24 - 20) / 8 * 10 = 55
+    assert [(c["formats"], c["latency_us"]) for c in attempt["format_candidates"]] == [
+        ({"args[0]": "ND", "args[1]": "ND"}, pytest.approx(5.5)),
+        ({"args[0]": "ND", "args[1]": "FRACTAL_NZ"}, pytest.approx(55.0))]
+    assert "state the format" in attempt["message"]
+
+
+def test_unstated_formats_answer_when_one_regime_covers_the_target(store):
+    result = store.lookup(mm(40, 1024, 512, fmt=None), "v0.18")  # NZ rows stop at M 28
+    assert (result.source, result.latency_us) == (QuerySource.INTERPOLATED, pytest.approx(6.5))
+    assert result.details["format_source"] == "inferred"
+    assert result.details["resolved_formats"] == {"args[0]": "ND", "args[1]": "ND",
+                                                  "outputs[0]": "ND"}
+
+
+def test_a_stated_nz_weight_and_a_format_policy_give_the_nz_answer(store):
+    stated = store.lookup(mm(24, 1024, 512, weight={"shape": [1024, 512], "dtype": "bfloat16",
+                                                     "format": "FRACTAL_NZ"}), "v0.18")
+    policy = {"ops": {"aten.mm.default": {"0": "ND", "1": "FRACTAL_NZ"}}}
+    by_policy = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18", format_policy=policy)
+    half = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18",
+                        format_policy={"ops": {"aten.mm.default": {1: "FRACTAL_NZ"}}})
+    assert stated.latency_us == by_policy.latency_us == half.latency_us == pytest.approx(55.0)
+    assert (stated.details["format_source"], by_policy.details["format_source"],
+            half.details["format_source"]) == ("stated", "policy", "inferred")
+
+
+def test_a_per_run_default_format_states_every_unstated_tensor(store):
+    result = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18", format_policy={"default": "ND"})
+    assert (result.latency_us, result.details["format_source"]) == (pytest.approx(5.5), "policy")
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    ({"ops": {"aten.nope.default": {"1": "ND"}}},
+     "format_policy.ops: unknown op 'aten.nope.default' (not in the v0.18 mapping)"),
+    ({"default": "NZ"}, "format_policy.default: unknown format 'NZ'"),
+    ({"ops": {"aten.mm.default": {"weight-1": "ND"}}},
+     "format_policy.ops['aten.mm.default']: 'weight-1' names no argument"),
+    ({"formats": {}}, "format_policy: unknown key 'formats'"),
+])
+def test_a_bad_format_policy_is_a_value_error_naming_it(store, policy, message):
+    with pytest.raises(ValueError) as error:
+        store.lookup(mm(24, 1024, 512, fmt=None), "v0.18", format_policy=policy)
+    assert str(error.value).startswith(message)

@@ -72,10 +72,13 @@ def norm(tokens: int, op: str = NORM) -> LeafOp:
                              "outputs": [x]})
 
 
-def matmul(m: int, op: str) -> LeafOp:
-    return LeafOp.from_json({"op": op, "args": [{"shape": [m, 1536], "dtype": "bfloat16"},
-                                                {"shape": [1536, 3072], "dtype": "bfloat16"}],
-                             "outputs": [{"shape": [m, 3072], "dtype": "bfloat16"}]})
+def matmul(m: int, op: str, fmt: str | None = None) -> LeafOp:
+    """``fmt`` states both operands' format; None leaves them unstated."""
+    stated = {} if fmt is None else {"format": fmt}
+    return LeafOp.from_json({"op": op, "args": [
+        {"shape": [m, 1536], "dtype": "bfloat16", **stated},
+        {"shape": [1536, 3072], "dtype": "bfloat16", **stated}],
+        "outputs": [{"shape": [m, 3072], "dtype": "bfloat16"}]})
 
 
 def test_measured_coordinate_is_measured_not_interpolated(tmp_path):
@@ -147,9 +150,16 @@ def test_expected_input_formats_choose_the_weight_layout(store):
     nz = store.lookup(matmul(16, MM_NZ), "v0.18")
     assert nz.latency_us == pytest.approx(10.0 + 20.0 * 8 / 24)
     assert nz.details["target_regime"]["formats"] == "ND;FRACTAL_NZ"
-    plain = store.lookup(matmul(16, MM_ND), "v0.18")
+    plain = store.lookup(matmul(16, MM_ND, "ND"), "v0.18")
     assert plain.latency_us == pytest.approx(50.0 + 40.0 * 12 / 32)
     assert plain.details["target_regime"]["formats"] == "ND;ND"
+    # without expected formats an unstated weight could be either layout: both regimes
+    # answer, differently, so the lookup says so instead of choosing
+    unstated = store.lookup(matmul(16, MM_ND), "v0.18")
+    assert unstated.reason is Reason.FORMAT_AMBIGUOUS
+    assert sorted(c["latency_us"] for c in
+                  unstated.details["attempted_kernels"][0]["format_candidates"]) == [
+        pytest.approx(10.0 + 20.0 * 8 / 24), pytest.approx(50.0 + 40.0 * 12 / 32)]
 
 
 def test_unknown_compute_subcategory_fails_closed(store):

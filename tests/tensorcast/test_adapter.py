@@ -72,7 +72,7 @@ def fake_tensor(shape, dtype, fmt=None, data=None):
     return FakeTensor(tuple(shape), TorchDtype(dtype), fmt, data)
 
 
-def spec(shape, dtype, fmt="ND", values=None):
+def spec(shape, dtype, fmt=None, values=None):
     return TensorSpec(tuple(shape), dtype, fmt, values)
 
 

@@ -60,7 +60,7 @@ def with_changes(base: dict[str, Any], path: tuple[Any, ...], value: Any) -> dic
     return data
 
 
-def tensor(shape: tuple[int, ...], dtype: str, fmt: str = "ND") -> TensorSpec:
+def tensor(shape: tuple[int, ...], dtype: str, fmt: str | None = None) -> TensorSpec:
     return TensorSpec(shape=shape, dtype=dtype, format=fmt)
 
 

@@ -72,13 +72,16 @@ def store(db_path):
 
 
 def linear(m: int, k: int, n: int, *, op: str = SQL, dtype: str = "int8",
-           weight: dict | None = None, extra: list | None = None) -> LeafOp:
-    x = {"shape": [m, k], "dtype": dtype}
+           weight: dict | None = None, extra: list | None = None,
+           fmt: str | None = None) -> LeafOp:
+    """``fmt`` states the activation and weight format (None: unstated)."""
+    stated = {} if fmt is None else {"format": fmt}
+    x = {"shape": [m, k], "dtype": dtype, **stated}
     scales = [{"shape": [n], "dtype": "bfloat16"}, {"shape": [m], "dtype": "float32"}]
     return LeafOp.from_json({
         "op": op,
-        "args": [x, weight or {"shape": [k, n], "dtype": dtype}, *(scales if extra is None
-                                                                   else extra)],
+        "args": [x, weight or {"shape": [k, n], "dtype": dtype, **stated},
+                 *(scales if extra is None else extra)],
         "outputs": [{"shape": [m, n], "dtype": "float16"}],
     })
 
@@ -131,11 +134,28 @@ def test_stated_fractal_nz_weight_is_restored(store):
     assert result.latency_us == f(32, 2048, 1024)
 
 
-def test_weight_format_comes_from_the_mapping_when_the_leaf_states_nd(store):
-    nd = store.lookup(linear(24, 1024, 512, op=ND_OP), "v0.18")
+def test_weight_format_comes_from_the_mapping_when_the_leaf_does_not_state_it(store):
+    # unstated: the SQL entry's expected formats give ND;FRACTAL_NZ -> the NZ grid (5.5)
+    mapped = store.lookup(linear(24, 1024, 512), "v0.18")
+    assert mapped.latency_us == pytest.approx(5.5)
+    assert mapped.details["format_sources"] == {"args[0]": "mapping", "args[1]": "mapping",
+                                                "outputs[0]": "inferred"}
+    assert mapped.details["format_source"] == "inferred"  # the weakest source used
+    # ND_OP has no expected formats: the ND row measures (24, 1024, 512) exactly (77), the
+    # NZ grid only interpolates it (5.5): the measured format answers, the other is listed
+    inferred = store.lookup(linear(24, 1024, 512, op=ND_OP), "v0.18")
+    assert (inferred.latency_us, inferred.details["format_source"]) == (77.0, "inferred")
+    assert sorted((c["interpolation_dim"], c["latency_us"])
+                  for c in inferred.details["format_candidates"]) == [
+        (0, 77.0), (1, pytest.approx(5.5))]
+    stated = {"shape": [1024, 512], "dtype": "int8", "format": "ND"}
+    x = {"shape": [24, 1024], "dtype": "int8", "format": "ND"}
+    leaf = LeafOp.from_json({"op": ND_OP, "args": [x, stated, {"shape": [512], "dtype":
+                             "bfloat16"}, {"shape": [24], "dtype": "float32"}],
+                             "outputs": [{"shape": [24, 512], "dtype": "float16"}]})
+    nd = store.lookup(leaf, "v0.18")
     assert (nd.latency_us, nd.source) == (77.0, QuerySource.MEASURED)
     assert nd.details["target_regime"]["formats"] == "ND;ND"
-    assert store.lookup(linear(24, 1024, 512), "v0.18").latency_us == pytest.approx(5.5)
 
 
 @pytest.mark.parametrize(("op", "dtype", "subtype"), [
@@ -180,7 +200,7 @@ def test_target_construction_failures(store, leaf, reason, text):
 
 
 def test_insufficient_candidates(store):
-    miss = store.lookup(linear(28, 1024, 512, op=ND_OP), "v0.18")
+    miss = store.lookup(linear(28, 1024, 512, op=ND_OP, fmt="ND"), "v0.18")
     assert miss.reason is Reason.INSUFFICIENT_CANDIDATES
     assert "only one measured M (24)" in first_attempt(miss)["interpolation_path"][0]["message"]
 
