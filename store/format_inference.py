@@ -115,14 +115,16 @@ def _settle(tried: list[tuple[dict[str, str], Attempt]], relevant: Sequence[str]
     hits = [(a, t) for a, t in tried if t.result is not None]
     if not hits:
         return _noted(tried[0][1], prefilled, tried[0][0], relevant)
-    candidates = [{"formats": {u: a[u] for u in relevant}, "latency_us": t.result.latency_us,
-                   "method": t.result.details.get("method"),
-                   "interpolation_dim": _distance(t, anchors)[0],
-                   "across_anchor_axes": _distance(t, anchors)[1]}
-                  for a, t in hits if t.result is not None]
+    candidates: list[dict[str, Any]] = [
+        {"formats": {u: a[u] for u in relevant}, "latency_us": t.result.latency_us,
+         "method": t.result.details.get("method"),
+         "interpolation_dim": _distance(t, anchors)[0],
+         "across_anchor_axes": _distance(t, anchors)[1]}
+        for a, t in hits if t.result is not None]
     closest = min(_distance(t, anchors) for _, t in hits)
     best = [(a, t) for a, t in hits if _distance(t, anchors) == closest]
-    if _same([float(t.result.latency_us) for _, t in best if t.result is not None]):
+    if _same([t.result.latency_us for _, t in best
+              if t.result is not None and t.result.latency_us is not None]):
         assignment, chosen = best[0]
         noted = _noted(chosen, prefilled, assignment, relevant)
         if len(hits) > 1 and noted.result is not None:

@@ -105,8 +105,8 @@ def csv_row(leaf: LeafOp, latency_us: float) -> Row:
     inputs, outputs = leaf.tensor_inputs(), leaf.outputs
     return Row([list(t.shape) for t in inputs], [to_profiler_dtype(t.dtype) for t in inputs],
                [list(t.shape) for t in outputs], [to_profiler_dtype(t.dtype) for t in outputs],
-               latency=round(latency_us, 6), formats=[t.format for t in inputs],
-               out_formats=[t.format for t in outputs])
+               latency=round(latency_us, 6), formats=[t.format or "ND" for t in inputs],
+               out_formats=[t.format or "ND" for t in outputs])
 
 
 def _same(extraction: Extraction | Refusal, regime: str, coordinate: Coordinate) -> bool:

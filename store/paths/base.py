@@ -57,9 +57,11 @@ class Operand:
     format: str
 
 
-def target_operand(tensor: TensorSpec, fmt: str, float16_as: str = "DT_BF16") -> Operand:
+def target_operand(tensor: TensorSpec, fmt: str | None,
+                   float16_as: str = "DT_BF16") -> Operand:
     """A leaf tensor in format ``fmt`` as the CSV would show it (FRACTAL_NZ restored, profiler
     dtype name); raises ValueError for a dtype the profiler has no name for."""
+    fmt = fmt or "ND"  # still unstated only where the format is not in the regime
     return Operand(logical_shape(tensor.shape, fmt),
                    to_profiler_dtype(tensor.dtype, float16_as=float16_as), fmt)
 

@@ -244,7 +244,7 @@ def target_fields(leaf: LeafOp) -> DfcFields | Refusal:
         activation_dtype = to_profiler_dtype(x.dtype)
     except ValueError as error:
         return refuse(Reason.TARGET_UNAVAILABLE, f"arg 0 (activation): {error}")
-    return DfcFields(variant.subtype, x.shape, activation_dtype, x.format,
+    return DfcFields(variant.subtype, x.shape, activation_dtype, x.format or "ND",
                      weights[0], weights[1], indices.shape[-1], leaf.context.ep_size)
 
 

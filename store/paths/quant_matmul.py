@@ -95,7 +95,7 @@ class QuantizedMatmulPath(OperatorPath):
         if isinstance(call, Refusal):
             return call
         try:
-            outputs = [Operand(o.shape, to_profiler_dtype(o.dtype), o.format)
+            outputs = [Operand(o.shape, to_profiler_dtype(o.dtype), o.format or "ND")
                        for o in leaf.outputs]
         except ValueError as error:
             return refuse(Reason.TARGET_UNAVAILABLE, str(error))

@@ -273,7 +273,7 @@ def leaf_slots(leaf: LeafOp, positions: Sequence[tuple[int, str]]) -> list[Slot]
             return refuse(Reason.TARGET_UNAVAILABLE,
                           f"argument {index} ({name}) must be a tensor, got {value!r}")
         try:
-            slots.append(Slot(value.shape, to_profiler_dtype(value.dtype), value.format))
+            slots.append(Slot(value.shape, to_profiler_dtype(value.dtype), value.format or "ND"))
         except ValueError as error:
             return refuse(Reason.TARGET_UNAVAILABLE, f"{name}: {error}")
     return slots
