@@ -33,7 +33,6 @@ from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from profstore.wrapper import Profile
-from scipy.spatial import ConvexHull, QhullError
 from sqlalchemy import select
 
 Coordinate = tuple[float, ...]
@@ -140,6 +139,8 @@ def hull_vertices(coords: np.ndarray) -> set[int]:
     if rank == 1:
         line = projected[:, 0]
         return {int(np.argmin(line)), int(np.argmax(line))}
+    from scipy.spatial import ConvexHull, QhullError  # only here: the CLI imports this module
+
     try:
         return {int(i) for i in ConvexHull(projected).vertices}
     except QhullError:

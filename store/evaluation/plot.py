@@ -26,7 +26,6 @@ from profstore.evaluation.holdout import (
 )
 from profstore.paths.base import Extraction
 from profstore.paths.registry import path_named
-from scipy.spatial import Delaunay, QhullError
 from sqlalchemy import select
 
 CURVE_SAMPLES = 240
@@ -229,6 +228,8 @@ def _two_axes(plt: Any, store: Store, version: str, choice: RegimeChoice,
     geometry = transformed(full, path_named(choice.path), policy)[:, list(pair)]
     geometry = np.unique(geometry, axis=0)
     span = np.ptp(geometry, axis=0)
+    from scipy.spatial import Delaunay, QhullError  # only when a 2-D regime is drawn
+
     try:
         tri = Delaunay((geometry - geometry.min(axis=0)) / np.where(span > 0, span, 1.0))
         ax.triplot(unique[:, 0], unique[:, 1], tri.simplices, color="0.75", lw=0.6)
