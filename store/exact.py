@@ -14,12 +14,10 @@ from profstore.attempt import Attempt
 from profstore.candidates import CandidateQueries, MeasuredRow
 from profstore.dtypes import element_size, to_profiler_dtype
 from profstore.duplicates import merge_coordinate
-from profstore.exact_keys import target_keys
+from profstore.exact_keys import target_keys, target_signature
 from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
-from profstore.paths.base import TargetContext
-from profstore.paths.generic import target_signature
 from profstore.result import QueryResult, QuerySource, Reason
 
 BYTE_RATIO_CONFIDENCE = 0.8
@@ -50,7 +48,7 @@ class BaseExact:
             attempt.reason, attempt.message = Reason.CSV_NOT_FOUND, f"no {kernel}.csv"
             return attempt
         policy = mapping.policy(kernel)
-        shapes, dtypes = target_signature(leaf, TargetContext(entry, kernel, policy))
+        shapes, dtypes = target_signature(leaf, entry, kernel)
         if not shapes:
             attempt.reason, attempt.message = Reason.TARGET_UNAVAILABLE, "leaf has no tensors"
             return attempt

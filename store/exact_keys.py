@@ -17,10 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
-from typing import Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
+from profstore.dtypes import to_profiler_dtype
+from profstore.normalizers import normalize_target_inputs
 from profstore.rows import CsvRow
-from profstore.shapes import Shape, shape_text, strip_leading_batch
+from profstore.shapes import Shape, logical_shape, shape_text, strip_leading_batch
+
+if TYPE_CHECKING:
+    from profstore.leaf import LeafOp
+    from profstore.mapping import MappingEntry
 
 RAW = "x"
 STRIPPED = "b"
@@ -123,3 +129,16 @@ def output_key(shape: Shape, dtype: str) -> str:
 def row_output_keys(row: CsvRow) -> list[str]:
     outputs = row.present_outputs()
     return [output_key(outputs[0].known_shape, outputs[0].dtype)] if outputs else []
+
+
+def target_signature(leaf: LeafOp, entry: MappingEntry, kernel: str
+                     ) -> tuple[list[Shape], list[str]]:
+    """The target's input shapes and profiler dtypes as the base lookup sees them:
+    kernel normaliser applied, first ``tc_input_count`` tensors, FRACTAL_NZ restored,
+    float16 read as DT_BF16 (the Phase 1 rule). Generic compute reads its target the same
+    way, so the two cannot disagree."""
+    tensors = normalize_target_inputs(kernel, leaf.tensor_inputs())
+    if entry.tc_input_count:
+        tensors = tensors[: entry.tc_input_count]
+    shapes = [logical_shape(t.shape, t.format) for t in tensors]
+    return shapes, [to_profiler_dtype(t.dtype) for t in tensors]

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profstore.dtypes import to_profiler_dtype
+from profstore.exact_keys import target_signature
 from profstore.leaf import LeafOp
-from profstore.normalizers import normalize_target_inputs
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -37,7 +36,7 @@ from profstore.paths.base import (
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
-from profstore.shapes import Shape, drop_batch_dim, logical_shape, numel
+from profstore.shapes import Shape, drop_batch_dim, numel
 
 
 class GenericComputePath(OperatorPath):
@@ -68,22 +67,11 @@ class GenericComputePath(OperatorPath):
         return extractions
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        shapes, dtypes = target_signature(leaf, ctx)
+        shapes, dtypes = target_signature(leaf, ctx.entry, ctx.kernel_type)
         if not shapes:
             return refuse(Reason.TARGET_UNAVAILABLE, "leaf has no input tensors")
         outputs = [o.shape for o in leaf.outputs]
         return generic_extraction(ctx.kernel_type, shapes, dtypes, outputs, ctx.policy.generic_axis)
-
-
-def target_signature(leaf: LeafOp, ctx: TargetContext) -> tuple[list[Shape], list[str]]:
-    """The target's input shapes and profiler dtypes as the base lookup sees them:
-    kernel normaliser applied, first ``tc_input_count`` tensors, FRACTAL_NZ restored,
-    float16 read as DT_BF16 (the Phase 1 rule)."""
-    tensors = normalize_target_inputs(ctx.kernel_type, leaf.tensor_inputs())
-    if ctx.entry.tc_input_count:
-        tensors = tensors[: ctx.entry.tc_input_count]
-    shapes = [logical_shape(t.shape, t.format) for t in tensors]
-    return shapes, [to_profiler_dtype(t.dtype) for t in tensors]
 
 
 def generic_extraction(
