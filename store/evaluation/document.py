@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from profstore.formatting import format_cell
+
 __all__ = ["Image", "Section", "Table", "render_html", "render_markdown"]
 
 
@@ -46,7 +48,9 @@ def render_markdown(title: str, sections: Sequence[Section]) -> str:
 
 
 def _md_cell(value: Any) -> str:
-    text = "-" if value is None or value == "" or value == {} else str(value)
+    """A cell as every profstore table writes it (``formatting.format_cell``); an empty
+    text or mapping is ``-`` too."""
+    text = "-" if value == "" or value == {} else format_cell(value)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
