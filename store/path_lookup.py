@@ -95,8 +95,7 @@ class PathRunner:
         if isinstance(target, Refusal):
             attempt.notes["target_fields"] = dict(target.fields)
             return _fail(attempt, target.reason, target.message)
-        return self.answer(req.path, kernel, req.ctx.entry, req.ctx.policy, req.profile_id,
-                           target, req.exclude, interpolate=req.interpolate)
+        return self._answer(req, target)
 
     def answer(self, path: OperatorPath, kernel: str, entry: MappingEntry | None,
                policy: KernelPolicy, profile_id: int, target: Extraction,
@@ -106,9 +105,11 @@ class PathRunner:
         with a stored point's own extraction and that point's rows in ``exclude``; ``entry``
         only feeds the success details and may be None there."""
         entry = entry or MappingEntry(op="")  # no entry: the details name no query mode
-        req = PathRequest(path, None, TargetContext(entry, kernel, policy), profile_id,
-                          interpolate, frozenset(exclude))
-        attempt = Attempt(kernel, target=target)
+        return self._answer(PathRequest(path, None, TargetContext(entry, kernel, policy),
+                                        profile_id, interpolate, frozenset(exclude)), target)
+
+    def _answer(self, req: PathRequest, target: Extraction) -> Attempt:
+        attempt = Attempt(req.ctx.kernel_type, target=target)
         exact = self._exact(req, target, attempt)
         if exact is not None or attempt.reason is not None:
             attempt.result = exact
