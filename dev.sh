@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
 PG_TESTS=(tests/regression tests/integration tests/cli tests/evaluation tests/tensorcast
-          tests/ingest tests/robustness tests/postgres)
+          tests/ingest tests/robustness tests/postgres tests/conformance)
 
 setup() {
   if [ ! -x "$VENV/bin/python" ]; then
