@@ -28,6 +28,7 @@ from typing import Any
 
 from profstore import schema as t
 from sqlalchemy import Connection, Engine, select
+from sqlalchemy.engine import Dialect
 
 Fingerprint = tuple[tuple[int, str, str], ...]
 """Every ``profile_set`` row as (id, alias, content_hash), by id."""
@@ -113,7 +114,8 @@ class _Local(threading.local):
 class SnapshotEngine:
     """Stands in for the Engine where the query code calls ``engine.connect()``: inside
     ``snapshot()`` the calling thread gets its pinned connection (left open on exit),
-    elsewhere an ordinary pooled connection. Other attributes are the Engine's."""
+    elsewhere an ordinary pooled connection. It is not an Engine: the query code asks only
+    for ``connect()`` (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -121,8 +123,10 @@ class SnapshotEngine:
         self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
         self._lock = threading.Lock()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.engine, name)
+    @property
+    def dialect(self) -> Dialect:
+        """The engine's dialect (hot statements are compiled for it once)."""
+        return self.engine.dialect
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
