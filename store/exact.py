@@ -19,6 +19,7 @@ from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
 from profstore.result import QueryResult, QuerySource, Reason
+from profstore.shapes import logical_shape
 
 BYTE_RATIO_CONFIDENCE = 0.8
 
@@ -84,7 +85,8 @@ class BaseExact:
             if not self.queries.kernel_present(profile_id, kernel):
                 attempts.append(Attempt(kernel, reason=Reason.CSV_NOT_FOUND, message="no CSV"))
                 continue
-            rows = self.queries.output_shape_rows(profile_id, kernel, out.shape, exclude)
+            rows = self.queries.output_shape_rows(profile_id, kernel,
+                                                  logical_shape(out.shape, out.format), exclude)
             if rows:
                 return self._scaled(rows, dtype, kernel, mapping), attempts
             attempts.append(Attempt(kernel, reason=Reason.NO_EXACT_MATCH,

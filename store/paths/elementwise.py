@@ -44,7 +44,7 @@ from profstore.paths.base import (
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
-from profstore.shapes import Shape, drop_batch_dim, shape_text
+from profstore.shapes import Shape, drop_batch_dim, logical_shape, shape_text
 
 
 class ElementwisePath(OperatorPath):
@@ -71,8 +71,9 @@ class ElementwisePath(OperatorPath):
             dtype = to_profiler_dtype(out.dtype)
         except ValueError as error:
             return refuse(Reason.TARGET_UNAVAILABLE, f"output dtype: {error}")
-        inputs = [t.shape for t in leaf.tensor_inputs()]
-        return elementwise_extraction(ctx.kernel_type, out.shape, dtype, inputs)
+        inputs = [logical_shape(t.shape, t.format) for t in leaf.tensor_inputs()]
+        return elementwise_extraction(ctx.kernel_type, logical_shape(out.shape, out.format),
+                                      dtype, inputs)
 
     def exact_owner_for(self, leaf: LeafOp) -> bool:
         """Only a valid non-scalar output owns its exact lookup (RFC §3.1); a scalar output

@@ -52,11 +52,7 @@ CASES = [
                      out_formats=[NZ]),
                  ((("args", 0), nz(ADD_X)), (("args", 1), nz(ADD_X)),
                   (("outputs", 0), nz(ADD_X))),
-                 id="elementwise",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "store/paths/elementwise.py target_regime (lines 69-74) reads the leaf's "
-                     "raw FRACTAL_NZ shapes while the row side's are restored: target rank-4 "
-                     "(64,) with tail 1,16,16, row rank-2 (1024, 16)"))),
+                 id="elementwise"),
 ]
 
 
