@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from profstore.api import Store
 
 from tests.support import perfdb
@@ -34,6 +35,12 @@ SHARED = Path(os.environ.get("PROFSTORE_SHARED") or REPO.parent / "shared")
 PERFDB = SHARED / "perfdb"
 WORKLOADS = SHARED / "workloads"
 PG_URL_ENV = "PROFSTORE_TEST_PG_URL"
+
+settings.register_profile("profstore", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("profstore")
+"""Property tests judge answers, not speed: a loaded 2-core machine (CI shares it) must not
+turn a slow example into a failure."""
 
 CORPUS_WHAT = f"the profiling corpus beside the checkout ({PERFDB})"
 
