@@ -80,4 +80,9 @@ def plain(value: Any) -> Any:
 
 
 def to_json(value: Any, *, indent: int | None = None) -> str:
-    return json.dumps(plain(value), indent=indent, ensure_ascii=False, default=str)
+    text = json.dumps(plain(value), indent=indent, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. in a query id) is written escaped
+        return json.dumps(plain(value), indent=indent, default=str)
+    return text

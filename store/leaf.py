@@ -8,7 +8,6 @@ e.g. ``args[2][0].shape: dimension -3 is negative``.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -16,6 +15,7 @@ from dataclasses import dataclass, fields
 from numbers import Integral, Real
 from typing import Any, TypeAlias
 
+from profstore.bounds import bounded_int, bounded_numel, check_nesting, load_json, valid_text
 from profstore.dtypes import canonical_torch_dtype
 
 __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "parse_shape_text"]
@@ -53,13 +53,14 @@ def _shape(value: Any, path: str) -> tuple[int, ...]:
             raise ValueError(f"{path}: dimension {dim!r} is not an integer")
         if dim < 0:
             raise ValueError(f"{path}: dimension {dim} is negative")
-        dims.append(int(dim))
+        dims.append(bounded_int(dim, path, "dimension"))
+    bounded_numel(tuple(dims), path)
     return tuple(dims)
 
 
 def _number(value: Any, path: str) -> int | float:
     if _is_int(value):
-        return int(value)
+        return bounded_int(int(value), path)
     if isinstance(value, Real) and not isinstance(value, bool):
         number = float(value)
         if math.isfinite(number):
@@ -89,6 +90,8 @@ class TensorSpec:
         if self.format is not None and (not isinstance(self.format, str)
                                         or not self.format.strip()):
             raise ValueError(f"format: must be a non-empty string or null, got {self.format!r}")
+        if self.format is not None:
+            valid_text(self.format, "format")
         values = self.values
         if values is not None:
             if not _is_list(values):
@@ -145,18 +148,19 @@ class TensorSpec:
 Arg: TypeAlias = TensorSpec | tuple["Arg", ...] | None | int | float | str | bool
 
 
-def _arg(value: Any, path: str) -> Arg:
+def _arg(value: Any, path: str, depth: int = 0) -> Arg:
     """Normalise one argument: tensor objects -> TensorSpec, lists -> tuples, scalars kept."""
-    if value is None or isinstance(value, (TensorSpec, str, bool, int, float)):
+    if value is None or isinstance(value, (TensorSpec, bool)):
         return value
-    if isinstance(value, Integral):
-        return int(value)
-    if isinstance(value, Real):
-        return float(value)
+    if isinstance(value, str):
+        return valid_text(value, path)
+    if isinstance(value, Real):  # an Integral is a Real too
+        return _number(value, path)
     if isinstance(value, Mapping):
         return _tensor(value, path)
     if _is_list(value):
-        return tuple(_arg(item, f"{path}[{i}]") for i, item in enumerate(value))
+        check_nesting(depth + 1, path)
+        return tuple(_arg(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
     raise ValueError(f"{path}: unsupported argument {value!r} of type {type(value).__name__}")
 
 
@@ -201,6 +205,7 @@ def _kwargs(value: Any) -> tuple[tuple[str, Arg], ...]:
         name, item = pair
         if not isinstance(name, str) or not name or name in normalised:
             raise ValueError(f"kwargs: name {name!r} is empty, not a string or repeated")
+        valid_text(name, "kwargs")
         normalised[name] = _arg(item, f"kwargs.{name}")
     return tuple(sorted(normalised.items()))
 
@@ -222,7 +227,7 @@ def _positive_int(value: Any, name: str) -> int | None:
         return None
     if not _is_int(value) or value <= 0:
         raise ValueError(f"{name}: must be a positive integer, got {value!r}")
-    return int(value)
+    return bounded_int(int(value), name)
 
 
 def _lengths(value: Any, name: str) -> tuple[int, ...] | None:
@@ -233,7 +238,7 @@ def _lengths(value: Any, name: str) -> tuple[int, ...] | None:
     for i, item in enumerate(value):
         if not _is_int(item) or item < 0:
             raise ValueError(f"{name}[{i}]: must be a non-negative integer, got {item!r}")
-    return tuple(int(item) for item in value)
+    return tuple(bounded_int(int(item), f"{name}[{i}]") for i, item in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -324,6 +329,7 @@ class LeafOp:
         op = op[len(_OPS_PREFIX) :] if op.startswith(_OPS_PREFIX) else op
         if not op:
             raise ValueError(f"op: must be a non-empty string, got {self.op!r}")
+        valid_text(op, "op")
         context = self.context
         if not isinstance(context, LeafContext):  # None or a JSON object
             context = LeafContext.from_json(context, "context")
@@ -337,10 +343,7 @@ class LeafOp:
     def from_json(cls, data: Mapping[str, Any] | str) -> LeafOp:
         """Parse a descriptor given as a dict or a JSON string (DESIGN §3)."""
         if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"descriptor: invalid JSON: {error}") from None
+            data = load_json(data)
         if not isinstance(data, Mapping):
             raise ValueError(f"descriptor: must be a JSON object, got {type(data).__name__}")
         unknown = sorted(set(data) - _TOP_LEVEL_KEYS)

@@ -4,7 +4,6 @@ person the decision path of one descriptor."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
+from profstore.bounds import load_json
 from profstore.cli.common import CliError, add_version_option, check_database, db_options, db_url
 from profstore.cli.output import print_json, to_json
 from profstore.explain import explain_lines
@@ -128,8 +128,8 @@ def split_id(line: str) -> tuple[Any, Any]:
     """``(id, descriptor)``: the object without its ``id``; the raw text when it is not
     JSON (so the descriptor parser reports it), id null then."""
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
+        data = load_json(line)
+    except ValueError:
         return None, line
     if isinstance(data, dict) and "id" in data:
         data = dict(data)
