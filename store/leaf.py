@@ -154,8 +154,10 @@ def _arg(value: Any, path: str, depth: int = 0) -> Arg:
         return value
     if isinstance(value, str):
         return valid_text(value, path)
-    if isinstance(value, Real):  # an Integral is a Real too
-        return _number(value, path)
+    if isinstance(value, Integral):
+        return bounded_int(int(value), path)
+    if isinstance(value, Real):  # infinities stay: masked_fill(-inf) is a real argument
+        return float(value)
     if isinstance(value, Mapping):
         return _tensor(value, path)
     if _is_list(value):

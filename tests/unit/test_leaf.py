@@ -372,7 +372,7 @@ _tensors = st.builds(
     st.sampled_from(["bfloat16", "torch.float16", "int8", "int32", "half", "int4"]),
     st.sampled_from([None, "ND", "FRACTAL_NZ", "nc1hwc0"]),
 )
-_numbers = st.integers() | st.floats(allow_nan=False)
+_numbers = st.integers(-(2**63 - 1), 2**63 - 1) | st.floats(allow_nan=False)
 _scalars = st.none() | st.booleans() | _numbers | st.text(max_size=8)
 _args = st.recursive(_tensors | _scalars, lambda inner: st.lists(inner, max_size=4), max_leaves=12)
 
