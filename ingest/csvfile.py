@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,6 +35,8 @@ CELLS_FOR_LATENCY = ("Accelerator Core", *CORE_TIME_COLUMNS)
 """Cells the latency choice reads besides the latency columns (the core-envelope rule)."""
 LFS_MARKER = "version https://git-lfs.github.com/spec/"
 LFS_MESSAGE = "this is a Git LFS pointer, not CSV content; run git lfs pull"
+MAX_COLUMNS = 4096
+"""A kernel CSV has a few dozen columns; a wider header is refused before any row work."""
 
 
 class _Refusable(Protocol):
@@ -61,6 +64,7 @@ class RejectCode(str, enum.Enum):
     DUPLICATE_COLUMNS = "duplicate_columns"
     FIELD_INVALID = "field_invalid"
     MAPPING_PROBLEM = "mapping_problem"
+    TOO_MANY_COLUMNS = "too_many_columns"
 
 
 @dataclass(frozen=True)
@@ -112,19 +116,18 @@ class SplitText:
 
 
 def split_text(raw: bytes) -> SplitText:
-    """Split on ``\\n`` (a trailing ``\\r`` is dropped), skipping blank lines."""
+    """Split on ``\\r\\n``, ``\\n`` or a lone ``\\r``, skipping blank lines."""
     try:
         text, problem = raw.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
         text, problem = raw.decode("utf-8-sig", "replace"), f"not UTF-8 text: {exc}"
+    # any convention: Unix, Windows and CR-only (old Mac exports); str.replace is C-speed
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in text:  # binary, not text; and no database text column may hold a NUL
         line = text.count("\n", 0, text.index("\x00")) + 1
         problem = problem or f"not a text file: NUL byte at line {line} (kept as U+FFFD)"
         text = text.replace("\x00", "\ufffd")
-    numbered = [
-        (i, line[:-1] if line.endswith("\r") else line)
-        for i, line in enumerate(text.split("\n"), start=1)
-    ]
+    numbered = list(enumerate(text.split("\n"), start=1))
     kept = [(i, line) for i, line in numbered if line.strip()]
     complete = text == "" or text.endswith("\n") or not numbered[-1][1].strip()
     if not kept:
@@ -149,12 +152,17 @@ def file_refusal(header: tuple[int, str], split: SplitText, columns: Sequence[st
         return FileRefusal(RejectCode.UNREADABLE_FILE, split.decode_error, split.lines)
     if header[1].startswith(LFS_MARKER):
         return FileRefusal(RejectCode.LFS_POINTER, LFS_MESSAGE, [header, *split.lines])
-    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if len(columns) > MAX_COLUMNS:
+        return FileRefusal(RejectCode.TOO_MANY_COLUMNS,
+                           f"header has {len(columns)} columns, more than the {MAX_COLUMNS} "
+                           f"a profiling CSV may have", split.lines)
+    repeated = sorted(c for c, n in Counter(columns).items() if n > 1)
     if repeated:
         return FileRefusal(RejectCode.DUPLICATE_COLUMNS,
                            f"header repeats columns {repeated}: cells would be ambiguous",
                            split.lines)
-    missing = [c for c in required if c not in columns]
+    present = set(columns)
+    missing = [c for c in required if c not in present]
     if missing:
         return FileRefusal(RejectCode.MISSING_COLUMNS,
                            f"file lacks required columns {missing}", split.lines)
@@ -162,10 +170,13 @@ def file_refusal(header: tuple[int, str], split: SplitText, columns: Sequence[st
 
 
 def header_columns(text: str) -> tuple[str, ...]:
+    """The header's column names; a header past ``MAX_COLUMNS`` is returned unstripped
+    (it is only counted, then refused)."""
     try:
-        return tuple(c.strip() for c in next(csv.reader([text])))
+        cells = next(csv.reader([text]))
     except csv.Error:
         return (text,)
+    return tuple(cells) if len(cells) > MAX_COLUMNS else tuple(c.strip() for c in cells)
 
 
 def refuse_file(readout: _Readout, refusal: FileRefusal) -> _Readout:

@@ -162,6 +162,11 @@ def mutated_tree(draw: Draw, seeds: Sequence[object], max_steps: int = 3,
     return tree
 
 
+def physical_lines(text: str) -> list[str]:
+    """Lines under any ending convention: ``\\r\\n``, ``\\n`` and a lone ``\\r`` (old Mac)."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def expected_data_lines(raw: bytes) -> list[int]:
     """The 1-based numbers of a file's data lines, counted independently of the reader:
     non-blank lines after the first non-blank one (a Git LFS pointer has no header, so
@@ -170,7 +175,7 @@ def expected_data_lines(raw: bytes) -> list[int]:
         text, readable = raw.decode("utf-8-sig"), b"\x00" not in raw
     except UnicodeDecodeError:
         text, readable = raw.decode("utf-8-sig", "replace"), False
-    lines = text.split("\n")
+    lines = physical_lines(text)
     nonblank = [i for i, line in enumerate(lines, start=1) if line.strip()]
     if not nonblank:
         return []

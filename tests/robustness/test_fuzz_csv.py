@@ -24,7 +24,14 @@ from profstore.ingest.writer import Row, csv_text
 from profstore.latency import is_valid_latency
 from profstore.mapping import KernelPolicy
 
-from tests.robustness import FUZZ, HUGE_INT, csv_files, expected_data_lines, mutated
+from tests.robustness import (
+    FUZZ,
+    HUGE_INT,
+    csv_files,
+    expected_data_lines,
+    mutated,
+    physical_lines,
+)
 
 pytestmark = pytest.mark.no_database
 
@@ -57,8 +64,8 @@ COMM_SEEDS = ["1024,16,DT_BF16,1,35.00,0.03", "2048,16,DT_BF16,1,34.04,0.06",
 
 
 def physical_line(raw: bytes, line_no: int) -> str:
-    line = raw.decode("utf-8-sig", "replace").replace("\x00", "\ufffd").split("\n")[line_no - 1]
-    return line[:-1] if line.endswith("\r") else line
+    text = raw.decode("utf-8-sig", "replace").replace("\x00", "\ufffd")
+    return physical_lines(text)[line_no - 1]
 
 
 def line_of(outcome: Accepted | Rejected | CommRow) -> int:
