@@ -65,6 +65,7 @@ class RejectCode(str, enum.Enum):
     FIELD_INVALID = "field_invalid"
     MAPPING_PROBLEM = "mapping_problem"
     TOO_MANY_COLUMNS = "too_many_columns"
+    NAME_CONFLICT = "name_conflict"
 
 
 @dataclass(frozen=True)

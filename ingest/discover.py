@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,3 +94,91 @@ def content_hash(files: dict[str, bytes]) -> str:
 
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# --- file-system accounting: every data-named entry of a version directory -------------
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
+          "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR,
+          "a directory"))
+
+
+@dataclass(frozen=True)
+class RefusedEntry:
+    """A data-named entry (``*.csv``, ``op_mapping.yaml``) that cannot be read, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class VersionEntries:
+    """A version directory's data entries: the readable files (symlinks followed) and the
+    refused ones; ``conflicts`` groups names that differ only by case."""
+
+    readable: list[Path]
+    refused: list[RefusedEntry]
+    conflicts: list[list[str]]
+
+
+def scan_entries(version: Path) -> VersionEntries:
+    """Classify every data-named entry without opening it (a FIFO would block a read)."""
+    readable, refused = [], []
+    for entry in sorted(version.iterdir()):
+        if not _is_data_file(entry):
+            continue
+        problem = _entry_problem(entry)
+        if problem is None:
+            readable.append(entry)
+        else:
+            refused.append(RefusedEntry(entry.name, problem))
+    by_folded: dict[str, list[str]] = {}
+    for path in readable:
+        by_folded.setdefault(path.name.casefold(), []).append(path.name)
+    conflicts = [names for names in by_folded.values() if len(names) > 1]
+    return VersionEntries(readable, refused, conflicts)
+
+
+def _entry_problem(entry: Path) -> str | None:
+    try:
+        status = os.stat(entry)  # follows a symlink chain; the kernel detects loops
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop: not read"
+        if exc.errno == errno.ENOENT and entry.is_symlink():
+            return f"dangling symlink to {os.readlink(entry)}: not read"
+        return f"cannot be read: {exc.strerror}"
+    for test, kind in _KINDS:
+        if test(status.st_mode):
+            return f"{kind}, not a regular file: not read"
+    return None
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What a data root holds: distinct version directories, the ones reached a second
+    time through a symlink (``(path, same as)``), and version directories without CSVs."""
+
+    sources: list[VersionSource]
+    repeats: list[tuple[Path, Path]]
+    empty: list[Path]
+
+
+def survey(root: Path) -> Survey:
+    """``discover`` plus the accounting it does not do: a device directory reached twice
+    through links is ingested once, empty version directories are named."""
+    root = Path(root).resolve()
+    seen: dict[Path, Path] = {}
+    sources, repeats = [], []
+    for source in discover(root):
+        real = source.path.resolve()
+        if real in seen:
+            repeats.append((source.path, seen[real]))
+            continue
+        seen[real] = source.path
+        sources.append(source)
+    empty = [] if _is_version_dir(root) else [
+        version for framework_dir in _framework_dirs(root)
+        for version in sorted(framework_dir.iterdir())
+        if version.is_dir() and not _is_version_dir(version)]
+    return Survey(sources, repeats, empty)

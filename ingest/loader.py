@@ -12,16 +12,27 @@ from pathlib import Path
 
 from profstore import schema as t
 from profstore.db import bulk_load_settings
-from profstore.ingest.csvfile import FileReadout, RejectCode, read_kernel_csv
+from profstore.ingest.csvfile import (
+    LFS_MARKER,
+    FileReadout,
+    FileRefusal,
+    RejectCode,
+    read_kernel_csv,
+    refuse_file,
+    split_text,
+)
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,
+    VersionEntries,
     VersionSource,
     content_hash,
-    discover,
     file_hash,
+    scan_entries,
+    survey,
 )
 from profstore.ingest.hccl import CommReadout, read_comm_csv
+from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
 from profstore.ingest.rows_to_sql import RowWriter
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from sqlalchemy import Connection, Engine, delete, func, insert, select
@@ -30,6 +41,21 @@ EMPTY_MAPPING = VersionMapping(header={}, entries={}, policies={})
 
 ProgressFn = Callable[[str, int, int], None]
 """progress(label, files_done, files_total)."""
+ALLOW_FLAG = "--allow-missing-mapping"
+
+
+class MappingRefused(ValueError):
+    """The version's op_mapping.yaml cannot be used and the caller did not allow that."""
+
+
+@dataclass(frozen=True)
+class MappingOutcome:
+    """The parsed mapping, the rejected-row records for the file, and ``fatal`` when the
+    file as a whole is unusable (a Git LFS pointer, not UTF-8, broken YAML, a bomb)."""
+
+    mapping: VersionMapping
+    rejects: list[tuple[RejectCode, str]]
+    fatal: str | None = None
 
 
 @dataclass
@@ -43,15 +69,23 @@ class VersionSummary:
     rows_rejected: int = 0
     reasons: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+    refused_files: list[str] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
 
     def line(self) -> str:
-        if self.status == "unchanged":
-            return f"{self.alias}: unchanged ({self.directory}), skipped"
+        if self.status in ("unchanged", "failed", "empty", "repeat"):
+            return f"{self.alias}: {self.message}"
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())) or "none"
+        refused = (f"; refused files: {'; '.join(self.refused_files)}"
+                   if self.refused_files else "")
         return (
             f"{self.alias}: {self.files} files, {self.rows_read} rows read, "
             f"{self.rows_accepted} accepted, {self.rows_rejected} rejected ({reasons}) "
-            f"in {self.seconds:.2f}s"
+            f"in {self.seconds:.2f}s{refused}"
         )
 
 
@@ -61,13 +95,35 @@ def ingest_path(
     *,
     progress: ProgressFn | None = None,
     row_hook: Callable[[int], None] | None = None,
+    allow_missing_mapping: bool = False,
+    wait: bool = True,
+    on_wait: WaitFn | None = None,
 ) -> list[VersionSummary]:
-    """Ingest every version under ``path``. ``row_hook(n)`` is called after each file with
-    the running row count (tests inject failures through it)."""
-    return [
-        ingest_version(engine, source, progress=progress, row_hook=row_hook)
-        for source in discover(Path(path))
-    ]
+    """Ingest every version under ``path``, holding the database's ingest lock (another
+    ingest running: ``on_wait(message)``, then wait, or ``IngestBusy`` when not ``wait``).
+    A version that cannot be ingested gets a ``failed`` summary and the others go on.
+    ``row_hook(n)`` is called after each file with the running row count (tests inject
+    failures through it)."""
+    found = survey(Path(path))
+    summaries = [_note(p, "empty", f"empty version directory {p}: no CSV files, nothing "
+                       "ingested") for p in found.empty]
+    summaries += [_note(p, "repeat", f"{p} is {same} reached again through a symlink; "
+                        "ingested once") for p, same in found.repeats]
+    with ingest_lock(engine, wait=wait, on_wait=on_wait):
+        for source in found.sources:
+            try:
+                summaries.append(ingest_version(
+                    engine, source, progress=progress, row_hook=row_hook,
+                    allow_missing_mapping=allow_missing_mapping))
+            except ValueError as exc:  # an alias collision, a refused mapping
+                summaries.append(VersionSummary(source.short_alias, source.directory,
+                                                "failed", message=f"not ingested: {exc}"))
+    return summaries
+
+
+def _note(path: Path, status: str, message: str) -> VersionSummary:
+    return VersionSummary(f"{path.parent.parent.name}/{path.name}", path.name, status,
+                          message=message)
 
 
 def ingest_version(
@@ -76,20 +132,39 @@ def ingest_version(
     *,
     progress: ProgressFn | None = None,
     row_hook: Callable[[int], None] | None = None,
+    allow_missing_mapping: bool = False,
 ) -> VersionSummary:
     started = time.perf_counter()
-    files = {p.name: p.read_bytes() for p in source.files()}
+    entries = scan_entries(source.path)
+    files = {p.name: p.read_bytes() for p in entries.readable}
+    outcome = parse_mapping(files)
+    if outcome.fatal and not allow_missing_mapping:
+        raise MappingRefused(f"{source.path / MAPPING_FILE}: {outcome.fatal}; pass "
+                             f"{ALLOW_FLAG} to ingest the version without it")
     digest = content_hash(files)
-    with engine.begin() as conn:
+    with write_transaction(engine) as conn:
         alias, existing = _resolve_alias(conn, source)
         if existing is not None and existing.content_hash == digest:
-            return VersionSummary(alias, source.directory, "unchanged")
+            return VersionSummary(alias, source.directory, "unchanged",
+                                  message=f"unchanged ({source.directory}), skipped")
         with bulk_load_settings(conn):
             if existing is not None:
                 _delete_profile(conn, existing.id)
-            summary = _load(conn, source, alias, files, digest, progress, row_hook)
+            loading = _Loading(source, alias, files, entries, outcome)
+            summary = _load(conn, loading, digest, progress, row_hook)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+@dataclass(frozen=True)
+class _Loading:
+    """What one version's load reads: its files' bytes, its entries, its mapping."""
+
+    source: VersionSource
+    alias: str
+    files: dict[str, bytes]
+    entries: VersionEntries
+    mapping: MappingOutcome
 
 
 def _resolve_alias(conn: Connection, source: VersionSource):
@@ -119,40 +194,74 @@ def _delete_profile(conn: Connection, profile_id: int) -> None:
 
 def _load(
     conn: Connection,
-    source: VersionSource,
-    alias: str,
-    files: dict[str, bytes],
+    loading: _Loading,
     digest: str,
     progress: ProgressFn | None,
     row_hook: Callable[[int], None] | None,
 ) -> VersionSummary:
-    profile_id = _insert_profile(conn, source, alias, digest)
+    source, files = loading.source, loading.files
+    profile_id = _insert_profile(conn, source, loading.alias, digest)
     writer = RowWriter(conn, profile_id)
-    mapping = _load_mapping(writer, files)
-    summary = VersionSummary(alias, source.directory, "ingested")
+    mapping = _write_mapping(writer, loading.mapping)
+    summary = VersionSummary(loading.alias, source.directory, "ingested")
+    conflicts = {name: group for group in loading.entries.conflicts for name in group}
     csv_names = [n for n in sorted(files) if n.lower().endswith(".csv")]
     for done, name in enumerate(csv_names, start=1):
         kernel = Path(name).stem
         readout: CommReadout | FileReadout
         if source.framework == HCCL:
             readout = read_comm_csv(files[name])
-            writer.write_comm_file(name, kernel, file_hash(files[name]), readout)
+        elif name in conflicts:
+            readout = _conflict_readout(files[name], name, conflicts[name])
         else:
-            policy = mapping.policy(kernel)
-            readout = read_kernel_csv(files[name], kernel, policy)
-            writer.write_kernel_file(name, kernel, file_hash(files[name]), readout, mapping)
-        summary.files += 1
-        summary.rows_read += readout.rows_read
-        summary.rows_accepted += len(readout.accepted)
-        summary.rows_rejected += len(readout.rejected)
-        summary.reasons.update(r.code.value for r in readout.rejected)
+            readout = read_kernel_csv(files[name], kernel, mapping.policy(kernel))
+        _write_file(writer, source, name, files[name], readout, mapping)
+        _count(summary, readout)
         writer.flush()
         if row_hook:
             row_hook(summary.rows_read)
         if progress:
-            progress(alias, done, len(csv_names))
+            progress(loading.alias, done, len(csv_names))
+    for entry in loading.entries.refused:
+        empty = CommReadout(refusal=entry.reason) if source.framework == HCCL \
+            else FileReadout(refusal=entry.reason)
+        _write_file(writer, source, entry.name, b"", empty, mapping)
+        summary.refused_files.append(f"{entry.name} ({entry.reason})")
+    writer.flush()
+    summary.refused_files += [f"{' / '.join(group)} (names differ only by case; every row "
+                              "rejected)" for group in loading.entries.conflicts]
     _finish_profile(conn, profile_id, summary, mapping)
     return summary
+
+
+def _write_file(writer: RowWriter, source: VersionSource, name: str, raw: bytes,
+                readout, mapping: VersionMapping) -> None:  # noqa: ANN001 - either readout
+    if source.framework == HCCL:
+        writer.write_comm_file(name, Path(name).stem, file_hash(raw), readout)
+    else:
+        writer.write_kernel_file(name, Path(name).stem, file_hash(raw), readout, mapping)
+
+
+def _count(summary: VersionSummary, readout) -> None:  # noqa: ANN001 - either readout
+    summary.files += 1
+    summary.rows_read += readout.rows_read
+    summary.rows_accepted += len(readout.accepted)
+    summary.rows_rejected += len(readout.rejected)
+    summary.reasons.update(r.code.value for r in readout.rejected)
+
+
+def _conflict_reason(name: str, group: list[str]) -> str:
+    others = ", ".join(n for n in group if n != name)
+    return (f"{name} differs only by case from {others}: which file holds the kernel is "
+            f"ambiguous, so none is used; rename or remove all but one")
+
+
+def _conflict_readout(raw: bytes, name: str, group: list[str]) -> FileReadout:
+    """Every data row of a case-conflicting file, rejected with the conflict."""
+    split = split_text(raw)
+    reason = _conflict_reason(name, group)
+    return refuse_file(FileReadout(), FileRefusal(RejectCode.NAME_CONFLICT, reason,
+                                                  split.lines))
 
 
 def _insert_profile(conn: Connection, source: VersionSource, alias: str, digest: str) -> int:
@@ -176,25 +285,35 @@ def _insert_profile(conn: Connection, source: VersionSource, alias: str, digest:
     return next_id
 
 
-def _load_mapping(writer: RowWriter, files: dict[str, bytes]) -> VersionMapping:
-    """The version's mapping; a mapping that cannot be used becomes a rejected row of
-    op_mapping.yaml and the version's CSVs still ingest (under the default policy)."""
+def parse_mapping(files: dict[str, bytes]) -> MappingOutcome:
+    """The version's mapping. A file that cannot be used at all is ``fatal`` (the caller
+    refuses the version unless allowed) and becomes a rejected row of op_mapping.yaml;
+    the CSVs then ingest under the default policy."""
     if MAPPING_FILE not in files:
-        return EMPTY_MAPPING
+        return MappingOutcome(EMPTY_MAPPING, [])
+    raw = files[MAPPING_FILE]
+    if raw.startswith(LFS_MARKER.encode()):
+        reason = "op_mapping.yaml is a Git LFS pointer, not its content; run git lfs pull"
+        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.LFS_POINTER, reason)], reason)
     try:
-        text = files[MAPPING_FILE].decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        writer.reject_mapping(RejectCode.UNREADABLE_FILE, f"op_mapping.yaml is not UTF-8: {exc}")
-        return EMPTY_MAPPING
+        reason = f"op_mapping.yaml is not UTF-8: {exc}"
+        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.UNREADABLE_FILE, reason)], reason)
     try:
         mapping = load_mapping(text, is_text=True)
     except MappingError as exc:
-        writer.reject_mapping(RejectCode.MAPPING_PROBLEM, f"op_mapping.yaml refused: {exc}")
-        return EMPTY_MAPPING
-    for problem in mapping.problems:
-        writer.reject_mapping(RejectCode.MAPPING_PROBLEM, problem)
-    writer.write_mapping(mapping)
-    return mapping
+        reason = f"op_mapping.yaml refused: {exc}"
+        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.MAPPING_PROBLEM, reason)], reason)
+    return MappingOutcome(mapping, [(RejectCode.MAPPING_PROBLEM, p) for p in mapping.problems])
+
+
+def _write_mapping(writer: RowWriter, outcome: MappingOutcome) -> VersionMapping:
+    for code, reason in outcome.rejects:
+        writer.reject_mapping(code, reason)
+    if outcome.fatal is None and outcome.mapping is not EMPTY_MAPPING:
+        writer.write_mapping(outcome.mapping)
+    return outcome.mapping
 
 
 def _finish_profile(

@@ -11,7 +11,15 @@ from typing import Any, NamedTuple
 from profstore import schema as t
 from profstore.candidates import CandidateQueries
 from profstore.communication import CommunicationLookup
-from profstore.db import make_engine, normalize_url, redact_url, sqlite_file, upgrade
+from profstore.db import (
+    ReadOnly,
+    make_engine,
+    normalize_url,
+    probe,
+    redact_url,
+    sqlite_file,
+    upgrade,
+)
 from profstore.exact import BaseExact
 from profstore.format_inference import FormatInference
 from profstore.formats import FormatPolicy
@@ -90,7 +98,7 @@ class Store:
         return self._generations.current.parts.dispatcher
 
     @classmethod
-    def open(cls, url_or_path: str | Path, *, read_only: bool = True,
+    def open(cls, url_or_path: str | Path, *, read_only: ReadOnly = True,
              mapping_overlay: VersionMapping | None = None, cache_size: int = 65536,
              refresh_seconds: float | None = REFRESH_SECONDS) -> Store:
         """Open a database by SQLAlchemy URL or SQLite file path.
@@ -99,6 +107,9 @@ class Store:
         that is not at head rather than migrating it. Every lookup that queries reads one
         snapshot and follows a re-ingest at once; cached answers are re-validated at most
         every ``refresh_seconds`` (None: never; see store/snapshot.py).
+        ``read_only="immutable"`` opens a SQLite file with ``immutable=1``; a read-only
+        open picks it on its own on read-only storage (store/db.py ``sqlite_read_uri``).
+        A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
         url = normalize_url(url_or_path)
         path = sqlite_file(url)
@@ -109,6 +120,7 @@ class Store:
             upgrade(engine)
         else:
             _require_file(url)
+            probe(engine, redact_url(url))
         return cls(engine, cache_size=cache_size, mapping_overlay=mapping_overlay,
                    refresh_seconds=refresh_seconds)
 

@@ -6,13 +6,14 @@ know about lives here.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -23,6 +24,15 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 BULK_LOAD_CACHE_KIB = 65536
+IMMUTABLE = "immutable"
+ReadOnly = bool | Literal["immutable"]
+"""False: read-write; True: read-only (immutable on its own when the storage is read-only);
+"immutable": SQLite's ``immutable=1`` (no locks, no -wal/-shm files) whatever the storage."""
+
+
+class DatabaseNotReadable(OSError):
+    """A SQLite file that cannot be opened as asked; the message is one line saying what
+    is not writable and the option to use."""
 
 
 class DriverNotInstalled(RuntimeError):
@@ -63,12 +73,13 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url_or_path: str | Path, *, read_only: bool = False) -> Engine:
+def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engine:
     """An engine with the dialect's settings applied.
 
     SQLite: WAL journal (readers never block the writer), foreign keys on, a busy
     timeout; ``read_only`` opens the file with ``mode=ro`` so a simulation worker can
-    never write. PostgreSQL: ``read_only`` sets the session default to read-only.
+    never write, or ``immutable=1`` on read-only storage (``sqlite_read_uri``).
+    PostgreSQL: ``read_only`` sets the session default to read-only.
     """
     url = normalize_url(url_or_path)
     if is_sqlite(url):
@@ -82,10 +93,10 @@ def make_engine(url_or_path: str | Path, *, read_only: bool = False) -> Engine:
     return engine
 
 
-def _sqlite_engine(url: str, read_only: bool) -> Engine:
+def _sqlite_engine(url: str, read_only: ReadOnly) -> Engine:
     database = make_url(url).database or ""
     if read_only and database not in ("", ":memory:"):
-        uri = f"file:{Path(database).resolve()}?mode=ro"
+        uri = sqlite_read_uri(Path(database), read_only)
         # QueuePool, not the SingletonThreadPool a "sqlite://" URL implies: that pool
         # closes other threads' connections past five threads (a crash in the driver).
         engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri),
@@ -138,6 +149,62 @@ def begin_read_snapshot(conn: Connection) -> Connection:
         conn.exec_driver_sql("BEGIN")
         return conn
     return conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+def storage_writable(path: Path) -> bool:
+    """Whether ``path`` is writable storage: the file system is mounted read-write, the
+    mode grants write permission to someone, and ``os.access`` agrees. The mode bits are
+    checked on their own because root passes every ``os.access`` test: a 0555 directory
+    or a 0444 file is a read-only artefact even to root."""
+    try:
+        mode, flags = os.stat(path).st_mode, os.statvfs(path).f_flag
+    except OSError:
+        return False
+    return bool(mode & 0o222) and not flags & os.ST_RDONLY and os.access(path, os.W_OK)
+
+
+def sqlite_read_uri(path: Path, read_only: ReadOnly = True) -> str:
+    """The URI a reader opens. ``mode=ro`` needs to create ``-shm`` beside the file (WAL);
+    when the file or its directory is not writable storage it is opened ``immutable=1``
+    instead, unless an un-checkpointed ``-wal`` holds changes immutable would not see."""
+    path = path.resolve()
+    if read_only == IMMUTABLE:
+        return f"file:{path}?immutable=1"
+    blocked = [f"{what} {where}" for what, where in (("file", path), ("directory", path.parent))
+               if not storage_writable(where)]
+    if not blocked:
+        return f"file:{path}?mode=ro"
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        raise DatabaseNotReadable(
+            f"cannot read {path}: the {' and the '.join(blocked)} "
+            f"{'are' if len(blocked) > 1 else 'is'} not writable and "
+            f"{wal.name} holds changes not checkpointed into it; run `profstore db checkpoint "
+            f"--db {path}` where it is writable, or pass --immutable to read it without them")
+    return f"file:{path}?immutable=1"
+
+
+def probe(engine: Engine, name: str) -> None:
+    """Open one connection now, so an unreadable SQLite file fails at open time as one
+    ``DatabaseNotReadable`` line rather than as a driver traceback at the first query."""
+    if engine.dialect.name != "sqlite":
+        return
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar()
+    except SQLAlchemyError as exc:
+        cause = getattr(exc, "orig", exc)
+        raise DatabaseNotReadable(f"cannot read {name}: {cause}") from None
+
+
+def checkpoint(engine: Engine) -> str:
+    """Fold the write-ahead log into the file and leave rollback-journal mode, so the file
+    alone is the database (no ``-wal``/``-shm``): ready to copy to read-only storage.
+    The next writer switches back to WAL on its own. Returns the journal mode now set."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        mode = conn.exec_driver_sql("PRAGMA journal_mode=DELETE").scalar()
+    return str(mode)
 
 
 def _sqlite_connect(uri: str) -> sqlite3.Connection:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 import yaml
+from profstore.yaml_load import UnusableYaml, load_yaml
 
 HEADER_KEYS = ("version", "device", "cann_version", "pytorch_version", "op_plugin_version",
                "collection_date", "communication_data_ref", "communication_fallback")
@@ -284,48 +285,16 @@ def _document_policy(kernel: str, fields: Mapping[str, Any], source: str,
     return KernelPolicy(**values, explicit_fields=frozenset(values))
 
 
-class _DuplicateAwareLoader(yaml.SafeLoader):
-    """A SafeLoader that records duplicate mapping keys (PyYAML silently keeps the last)."""
-
-    duplicates: list[tuple[yaml.Node, str, int]]  # set per instance by _load_yaml
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key in seen:
-                self.duplicates.append((node, key, key_node.start_mark.line + 1))
-            if key is not None:
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_message(exc: yaml.YAMLError | ValueError, source: str) -> str:
-    mark, start = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    context = getattr(exc, "context", None)
-    started = f" ({context} started at line {start.line + 1})" if context and start else ""
-    return f"{source}: broken YAML{where}: {getattr(exc, 'problem', None) or exc}{started}"
-
-
 def _load_yaml(text: str, source: str) -> tuple[Any, list[str]]:
     """Parse ``text``; return the data and the duplicate-key problems."""
     try:
-        loader = _DuplicateAwareLoader(text)  # the reader refuses control characters here
-    except yaml.YAMLError as exc:
-        raise MappingError(_yaml_message(exc, source)) from exc
-    loader.duplicates = []
-    try:
-        root = loader.get_single_node()
-        data = None if root is None else loader.construct_document(root)
-    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an int() too long to convert
-        raise MappingError(_yaml_message(exc, source)) from exc
-    finally:
-        loader.dispose()
+        data, root, duplicates = load_yaml(text, source)
+    except UnusableYaml as exc:
+        raise MappingError(str(exc)) from exc
     pairs = root.value if isinstance(root, yaml.MappingNode) else []
     operators = next((v for k, v in reversed(pairs) if k.value == "operator_mappings"), None)
     return data, [f"{source}: duplicate {'entry' if node is operators else 'key'} {key!r} "
-                  f"at line {line}: the later one wins" for node, key, line in loader.duplicates]
+                  f"at line {line}: the later one wins" for node, key, line in duplicates]
 
 
 def _parse_entries(operators: Mapping[Any, Any], source: str, problems: list[str]

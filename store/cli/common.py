@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from profstore.db import (
+    IMMUTABLE,
+    ReadOnly,
     current_revision,
     head_revision,
     make_engine,
@@ -38,7 +40,17 @@ def db_options() -> argparse.ArgumentParser:
     parent.add_argument(
         "--db", metavar="URL_OR_PATH", default=None,
         help=f"SQLAlchemy URL or SQLite file path (default: ${DB_ENV}, else {DEFAULT_DB})")
+    parent.add_argument(
+        "--immutable", action="store_true",
+        help="reading verbs: open the SQLite file with immutable=1 (no locks, no -wal/-shm), "
+             "for read-only storage; chosen on its own when the file or its directory is "
+             "not writable")
     return parent
+
+
+def read_mode(args: argparse.Namespace) -> ReadOnly:
+    """How a reading verb opens the database: ``--immutable``, else plain read-only."""
+    return IMMUTABLE if getattr(args, "immutable", False) else True
 
 
 def json_options() -> argparse.ArgumentParser:
@@ -52,13 +64,13 @@ def db_url(args: argparse.Namespace) -> str:
     return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
-def check_database(url: str) -> None:
+def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
     path = sqlite_file(url)
     if path is not None and not path.is_file():
         raise CliError(f"no database at {path}; run `profstore ingest PATH --db {path}` first")
-    engine = make_engine(url, read_only=True)
+    engine = make_engine(url, read_only=read_only)
     try:
         revision = current_revision(engine)
     finally:
@@ -76,8 +88,8 @@ def check_database(url: str) -> None:
 def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
     """A read-only engine on a checked database, disposed on exit."""
     url = db_url(args)
-    check_database(url)
-    engine = make_engine(url, read_only=True)
+    check_database(url, read_mode(args))
+    engine = make_engine(url, read_only=read_mode(args))
     try:
         yield engine
     finally:

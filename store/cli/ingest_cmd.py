@@ -10,9 +10,18 @@ from pathlib import Path
 from profstore.cli.common import CliError, db_options, db_url, json_options
 from profstore.cli.output import print_json
 from profstore.cli.progress import ProgressBar
-from profstore.db import current_revision, make_engine, redact_url, sqlite_file, upgrade
+from profstore.db import (
+    checkpoint,
+    current_revision,
+    make_engine,
+    redact_url,
+    sqlite_file,
+    storage_writable,
+    upgrade,
+)
 from profstore.ingest.discover import discover
-from profstore.ingest.loader import VersionSummary, ingest_path
+from profstore.ingest.loader import ALLOW_FLAG, VersionSummary, ingest_path
+from profstore.ingest.lock import IngestBusy
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,10 +30,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up = db_verbs.add_parser("upgrade", parents=[db_options()],
                              help="create the schema or bring it to the latest revision")
     up.set_defaults(handler=db_upgrade)
+    cp = db_verbs.add_parser(
+        "checkpoint", parents=[db_options()], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="fold the write-ahead log into the SQLite file (ready for read-only storage)",
+        description="Fold the -wal file into the database and leave WAL mode, so the file "
+                    "alone is the database: copy it to read-only storage and readers open "
+                    "it with immutable=1.\n\nexample:\n  profstore db checkpoint --db perf.db")
+    cp.set_defaults(handler=db_checkpoint)
     p = subparsers.add_parser("ingest", parents=[db_options(), json_options()],
                               help="load profiling version directories (idempotent)")
     p.add_argument("path", metavar="PATH",
                    help="a data root (<DEVICE>/vllm_ascend/<version>/…) or one version directory")
+    p.add_argument(ALLOW_FLAG, action="store_true",
+                   help="ingest a version whose op_mapping.yaml is unusable (a Git LFS "
+                        "pointer, broken YAML) under the default policy, instead of failing it")
+    p.add_argument("--no-wait", action="store_true",
+                   help="fail at once when another ingest holds the database (default: wait)")
     p.set_defaults(handler=ingest)
 
 
@@ -32,7 +53,24 @@ def _writable_engine(url: str):
     path = sqlite_file(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        for what, where in (("directory", path.parent), ("file", path)):
+            if where.exists() and not storage_writable(where):
+                raise CliError(f"cannot write {path}: the {what} {where} is not writable "
+                               "(read-only storage); reading verbs open it with --immutable")
     return make_engine(url)
+
+
+def db_checkpoint(args: argparse.Namespace) -> int:
+    url = db_url(args)
+    if sqlite_file(url) is None:
+        raise CliError("db checkpoint is for a SQLite file")
+    engine = _writable_engine(url)
+    try:
+        mode = checkpoint(engine)
+    finally:
+        engine.dispose()
+    print(f"{redact_url(url)}: checkpointed; journal mode {mode}, no -wal needed to read it")
+    return 0
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
@@ -59,14 +97,18 @@ def ingest(args: argparse.Namespace) -> int:
         discover(root)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
+    if args.immutable:
+        raise CliError("--immutable is for reading verbs; ingest writes")
     url = db_url(args)
     engine = _writable_engine(url)
     bar = ProgressBar(unit="files", stream=sys.stderr)
     try:
         upgrade(engine)
         summaries = ingest_path(engine, root,
-                                progress=lambda label, done, total: bar(done, total, label))
-    except ValueError as exc:
+                                progress=lambda label, done, total: bar(done, total, label),
+                                allow_missing_mapping=args.allow_missing_mapping,
+                                wait=not args.no_wait, on_wait=_waiting)
+    except IngestBusy as exc:
         raise CliError(f"ingest refused: {exc}") from None
     finally:
         bar.close()
@@ -76,7 +118,11 @@ def ingest(args: argparse.Namespace) -> int:
     else:
         for summary in summaries:
             print(summary.line())
-    return 0
+    return 1 if any(s.failed for s in summaries) else 0
+
+
+def _waiting(message: str) -> None:
+    print(f"profstore: {message}", file=sys.stderr, flush=True)
 
 
 def _summary(summary: VersionSummary) -> dict:

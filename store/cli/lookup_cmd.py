@@ -12,7 +12,14 @@ from typing import Any
 
 from profstore.api import Store
 from profstore.bounds import load_json
-from profstore.cli.common import CliError, add_version_option, check_database, db_options, db_url
+from profstore.cli.common import (
+    CliError,
+    add_version_option,
+    check_database,
+    db_options,
+    db_url,
+    read_mode,
+)
 from profstore.cli.output import print_json, to_json
 from profstore.explain import explain_lines
 from profstore.formats import FormatPolicy
@@ -75,9 +82,9 @@ def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None
 def open_store(args: argparse.Namespace) -> Iterator[Store]:
     """A read-only Store for ``args.version``, with the mapping overlay if one is given."""
     url = db_url(args)
-    check_database(url)
+    check_database(url, read_mode(args))
     overlay = _overlay(args.mapping_overlay) if args.mapping_overlay else None
-    store = Store.open(url, read_only=True, mapping_overlay=overlay)
+    store = Store.open(url, read_only=read_mode(args), mapping_overlay=overlay)
     try:
         if store.profile(args.version) is None:
             known = ", ".join(store.versions()) or "none; run `profstore ingest` first"

@@ -63,7 +63,8 @@ def test_ingest_json(capsys, tmp_path):
     assert summary.pop("seconds") >= 0
     assert summary == {"alias": "v0.18", "directory": V18_DIR, "status": "ingested",
                        "files": 3, "rows_read": 12, "rows_accepted": 10, "rows_rejected": 2,
-                       "reasons": {"column_count": 1, "latency_invalid": 1}}
+                       "reasons": {"column_count": 1, "latency_invalid": 1},
+                       "refused_files": [], "message": ""}
 
 
 def test_ingest_progress_only_on_a_terminal(capsys, tmp_path, monkeypatch):

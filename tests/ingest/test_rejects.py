@@ -111,10 +111,10 @@ class Fixture:
 
 
 @contextmanager
-def ingest(tmp_path: Path, root: Path) -> Iterator[Fixture]:
+def ingest(tmp_path: Path, root: Path, **options: bool) -> Iterator[Fixture]:
     engine = make_engine(new_database(tmp_path))
     upgrade(engine)
-    yield Fixture(root, engine, ingest_path(engine, root))
+    yield Fixture(root, engine, ingest_path(engine, root, **options))
     engine.dispose()
 
 
@@ -208,7 +208,7 @@ def test_an_unusable_mapping_is_a_rejected_row_and_the_csvs_still_ingest(
         tmp_path, yaml_text, reason):
     root = tmp_path / "data"
     write_version(root, {"Good": [row(), row(8, 3.0)]}, yaml_text)
-    with ingest(tmp_path, root) as fixture:
+    with ingest(tmp_path, root, allow_missing_mapping=True) as fixture:
         [(line, code, text)] = fixture.rejected("op_mapping.yaml")
         assert (line, code) == (0, "mapping_problem")
         assert text.startswith(reason)
@@ -230,7 +230,7 @@ def test_a_mapping_that_is_not_utf8_is_rejected_and_the_csvs_still_ingest(tmp_pa
     root = tmp_path / "data"
     folder = write_version(root, {"Good": [row()]})
     (folder / "op_mapping.yaml").write_bytes(b"device: \xff\n")
-    with ingest(tmp_path, root) as fixture:
+    with ingest(tmp_path, root, allow_missing_mapping=True) as fixture:
         [(line, code, text)] = fixture.rejected("op_mapping.yaml")
         assert (line, code) == (0, "unreadable_file")
         assert text.startswith("op_mapping.yaml is not UTF-8: 'utf-8' codec can't decode byte 0xff")

@@ -1,0 +1,126 @@
+"""One ingest at a time per database, and a version's state read under the write lock.
+
+SQLite: an advisory ``flock`` on ``<database>.ingest-lock`` (the kernel drops it when the
+holder dies, so a killed ingest never leaves a stale lock) whose text names the holder's
+pid and start time; each version's transaction then starts with ``BEGIN IMMEDIATE``, so
+"unchanged" and the next ids are decided on the committed state, never on a snapshot
+another writer is about to replace. PostgreSQL: a session-level advisory lock, the
+holder's start time read from ``pg_stat_activity``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from sqlalchemy import Connection, Engine, text
+
+PG_LOCK_KEY = 0x70726F66  # "prof"
+POLL_SECONDS = 0.2
+WaitFn = Callable[[str], None]
+
+
+class IngestBusy(RuntimeError):
+    """Another ingest holds the database and the caller asked not to wait."""
+
+
+@contextmanager
+def ingest_lock(engine: Engine, *, wait: bool = True,
+                on_wait: WaitFn | None = None) -> Iterator[None]:
+    """Hold the database's ingest lock for the block. When another ingest holds it:
+    ``on_wait(message)`` once, then wait for it (``wait``) or raise ``IngestBusy``."""
+    database = engine.url.database or ""
+    if engine.dialect.name == "sqlite":
+        if database in ("", ":memory:"):
+            yield
+            return
+        with _file_lock(Path(database), wait, on_wait):
+            yield
+        return
+    with engine.connect() as conn, _pg_lock(conn, wait, on_wait):
+        yield
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the write lock from its first statement (SQLite's
+    ``BEGIN IMMEDIATE``; PostgreSQL reads committed state per statement already)."""
+    with engine.begin() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        yield conn
+
+
+def _busy(holder: str, wait: bool, on_wait: WaitFn | None) -> None:
+    message = f"another ingest holds the database since {holder}"
+    if not wait:
+        raise IngestBusy(message)
+    if on_wait is not None:
+        on_wait(f"{message}; waiting for it to finish (--no-wait fails at once)")
+
+
+@contextmanager
+def _file_lock(database: Path, wait: bool, on_wait: WaitFn | None) -> Iterator[None]:
+    path = database.with_name(database.name + ".ingest-lock")
+    with open(path, "a+", encoding="utf-8") as handle:
+        if not _try_flock(handle):
+            _busy(_file_holder(path), wait, on_wait)
+            while not _try_flock(handle):
+                time.sleep(POLL_SECONDS)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"pid": os.getpid(), "started": _now()}))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _try_flock(handle: IO[str]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _file_holder(path: Path) -> str:
+    try:
+        holder = json.loads(path.read_text(encoding="utf-8"))
+        return f"{holder['started']} (pid {holder['pid']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "an unknown time (its lock file names no holder yet)"
+
+
+@contextmanager
+def _pg_lock(conn: Connection, wait: bool, on_wait: WaitFn | None) -> Iterator[None]:
+    key = {"key": PG_LOCK_KEY}
+    if not conn.execute(text("SELECT pg_try_advisory_lock(:key)"), key).scalar():
+        row = conn.execute(text(
+            "SELECT a.pid, a.backend_start FROM pg_locks l JOIN pg_stat_activity a "
+            "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.objid = :key"), key).first()
+        holder = (f"{row.backend_start.isoformat(timespec='seconds')} (server pid {row.pid})"
+                  if row else "an unknown time")
+        conn.commit()
+        _busy(holder, wait, on_wait)
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), key)
+    conn.commit()
+    try:
+        yield
+    finally:
+        conn.execute(text("SELECT pg_advisory_unlock(:key)"), key)
+        conn.commit()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
