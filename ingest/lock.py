@@ -68,21 +68,34 @@ def _busy(holder: str, wait: bool, on_wait: WaitFn | None) -> None:
 
 @contextmanager
 def _file_lock(database: Path, wait: bool, on_wait: WaitFn | None) -> Iterator[None]:
+    """The lock file exists only while held (removed on release, so a shipped database
+    has nothing beside it); a waiter that locked a file already removed tries again."""
     path = database.with_name(database.name + ".ingest-lock")
-    with open(path, "a+", encoding="utf-8") as handle:
-        if not _try_flock(handle):
+    told = False
+    while True:
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held across the yield
+        if _try_flock(handle) and _still_linked(handle, path):
+            break
+        handle.close()
+        if not told:
             _busy(_file_holder(path), wait, on_wait)
-            while not _try_flock(handle):
-                time.sleep(POLL_SECONDS)
-        handle.seek(0)
-        handle.truncate()
+            told = True
+        time.sleep(POLL_SECONDS)
+    try:
+        handle.truncate(0)
         handle.write(json.dumps({"pid": os.getpid(), "started": _now()}))
         handle.flush()
-        try:
-            yield
-        finally:
-            handle.truncate(0)
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()  # closing drops the flock
+
+
+def _still_linked(handle: IO[str], path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _try_flock(handle: IO[str]) -> bool:

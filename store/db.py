@@ -169,7 +169,7 @@ def sqlite_read_uri(path: Path, read_only: ReadOnly = True) -> str:
     instead, unless an un-checkpointed ``-wal`` holds changes immutable would not see."""
     path = path.resolve()
     if read_only == IMMUTABLE:
-        return f"file:{path}?immutable=1"
+        return f"file:{path}?mode=ro&immutable=1"
     blocked = [f"{what} {where}" for what, where in (("file", path), ("directory", path.parent))
                if not storage_writable(where)]
     if not blocked:
@@ -181,7 +181,7 @@ def sqlite_read_uri(path: Path, read_only: ReadOnly = True) -> str:
             f"{'are' if len(blocked) > 1 else 'is'} not writable and "
             f"{wal.name} holds changes not checkpointed into it; run `profstore db checkpoint "
             f"--db {path}` where it is writable, or pass --immutable to read it without them")
-    return f"file:{path}?immutable=1"
+    return f"file:{path}?mode=ro&immutable=1"
 
 
 def probe(engine: Engine, name: str) -> None:
