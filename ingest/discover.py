@@ -168,17 +168,22 @@ def survey(root: Path) -> Survey:
     """``discover`` plus the accounting it does not do: a device directory reached twice
     through links is ingested once, empty version directories are named."""
     root = Path(root).resolve()
-    seen: dict[Path, Path] = {}
-    sources, repeats = [], []
-    for source in discover(root):
-        real = source.path.resolve()
-        if real in seen:
-            repeats.append((source.path, seen[real]))
-            continue
-        seen[real] = source.path
-        sources.append(source)
-    empty = [] if _is_version_dir(root) else [
-        version for framework_dir in _framework_dirs(root)
-        for version in sorted(framework_dir.iterdir())
-        if version.is_dir() and not _is_version_dir(version)]
-    return Survey(sources, repeats, empty)
+    found = discover(root)
+    winner: dict[Path, VersionSource] = {}
+    for source in sorted(found, key=_through_link):  # the path not through a link wins
+        winner.setdefault(source.path.resolve(), source)
+    sources = [s for s in found if winner[s.path.resolve()] is s]  # discovery order kept
+    repeats = [(s.path, winner[s.path.resolve()].path) for s in found
+               if winner[s.path.resolve()] is not s]
+    empty: dict[Path, list[Path]] = {}
+    if not _is_version_dir(root):
+        for framework_dir in _framework_dirs(root):
+            for version in sorted(framework_dir.iterdir()):
+                if version.is_dir() and not _is_version_dir(version):
+                    empty.setdefault(version.resolve(), []).append(version)
+    named = [min(paths, key=lambda p: p.resolve() != p) for paths in empty.values()]
+    return Survey(sources, repeats, named)
+
+
+def _through_link(source: VersionSource) -> bool:
+    return source.path.resolve() != source.path
