@@ -14,10 +14,10 @@ import json
 import os
 import shutil
 import sqlite3
-from contextlib import closing
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest

@@ -52,8 +52,9 @@ def test_every_entry_is_accounted_for(capsys, oddities, tmp_path):
     assert lines[0] == (f"{DEVICE}/vllm0.19.0_torch2.9.0_cann8.5: empty version directory "
                         f"{version / 'vllm0.19.0_torch2.9.0_cann8.5'}: no CSV files, nothing "
                         "ingested")
-    assert lines[1] == (f"ALIAS_DEVICE/{V18_DIR}: {oddities / 'ALIAS_DEVICE' / 'vllm_ascend' / V18_DIR}"
-                        f" is {version / V18_DIR} reached again through a symlink; ingested once")
+    linked = oddities / "ALIAS_DEVICE" / "vllm_ascend" / V18_DIR
+    assert lines[1] == (f"ALIAS_DEVICE/{V18_DIR}: {linked} is {version / V18_DIR} reached "
+                        "again through a symlink; ingested once")
     assert lines[2].startswith("v0.18: 4 files, 7 rows read, 4 accepted, 3 rejected "
                                "(name_conflict 3) in ")
     assert lines[2].endswith(
@@ -82,5 +83,6 @@ def test_every_entry_is_accounted_for(capsys, oddities, tmp_path):
         ("rmsnorm.csv", 2, 0, 2, conflict.format("rmsnorm.csv", "RmsNorm.csv")),
     ]
     assert profiles == [("v0.18", DEVICE)]
-    assert conflict_rows == [("RmsNorm.csv", 2, "name_conflict"), ("rmsnorm.csv", 2, "name_conflict"),
+    assert conflict_rows == [("RmsNorm.csv", 2, "name_conflict"),
+                             ("rmsnorm.csv", 2, "name_conflict"),
                              ("rmsnorm.csv", 3, "name_conflict")]

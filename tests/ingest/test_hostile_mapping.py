@@ -30,7 +30,8 @@ def test_a_billion_laughs_is_refused_with_a_reason():
     assert len(LAUGHS) < 1024
     with pytest.raises(MappingError) as caught:
         load_mapping(LAUGHS, is_text=True)
-    assert str(caught.value) == "<text>: aliases expand to more than 1000000 nodes (line 6); refused"
+    assert str(caught.value) == ("<text>: aliases expand to more than 1000000 nodes (line 6); "
+                                 "refused")
 
 
 @pytest.mark.no_database
