@@ -8,6 +8,7 @@ engineer gets in the ``sqlite3`` shell.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from typing import Any
 
@@ -21,7 +22,14 @@ from profstore.cli.common import (
     read_engine,
 )
 from profstore.cli.output import Column, emit, print_json, print_table
-from profstore.cli.sqlguard import ReadOnlyViolation, check_read_only
+from profstore.cli.sqlguard import (
+    DEFAULT_SECONDS,
+    Limits,
+    ReadOnlyViolation,
+    StatementTimeout,
+    check_statement,
+    guarded,
+)
 from profstore.paths.registry import ALL_PATHS
 from sqlalchemy import Connection, column, func, select, table, text
 
@@ -63,7 +71,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("query", metavar="SQL", help="a single SELECT / WITH / EXPLAIN / PRAGMA")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="bind :NAME to VALUE (as text); repeatable")
+    p.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_SECONDS,
+                   metavar="SECONDS",
+                   help=f"stop the statement after SECONDS (default {DEFAULT_SECONDS:g})")
+    p.add_argument("--max-rows", type=_non_negative, default=DEFAULT_MAX_ROWS, metavar="N",
+                   help=f"print at most N rows (default {DEFAULT_MAX_ROWS}); says so on "
+                        "stderr when it cuts")
     p.set_defaults(handler=sql)
+
+
+def _positive_seconds(value: str) -> float:
+    number = float(value)
+    if not 0 < number < 1e6:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return number
 
 
 def _non_negative(value: str) -> int:
@@ -73,6 +94,7 @@ def _non_negative(value: str) -> int:
     return number
 
 
+DEFAULT_MAX_ROWS = 10_000
 VERSION_COLUMNS = [
     Column("alias", "ALIAS"), Column("directory", "DIRECTORY"), Column("device", "DEVICE"),
     Column("framework", "FRAMEWORK"), Column("files", "FILES", True),
@@ -267,20 +289,27 @@ def _path_refusals(conn: Connection, profile_id: int) -> list[dict[str, Any]]:
 
 
 def sql(args: argparse.Namespace) -> int:
-    try:
-        check_read_only(args.query)
-    except ReadOnlyViolation as exc:
-        raise CliError(f"profstore sql is read-only: {exc}") from None
     params = dict(_param(p) for p in args.param)
     with read_engine(args) as engine, engine.connect() as conn:
-        result = conn.execute(text(args.query), params)
-        names = list(result.keys())
-        rows = [dict(zip(names, r)) for r in result] if result.returns_rows else []
+        try:
+            check_statement(args.query, conn.dialect.name)
+            with guarded(conn, Limits(seconds=args.timeout)):
+                result = conn.execute(text(args.query), params)
+                names = list(result.keys())
+                fetched = result.fetchmany(args.max_rows + 1) if result.returns_rows else []
+        except ReadOnlyViolation as exc:
+            raise CliError(f"profstore sql is read-only: {exc}") from None
+        except StatementTimeout as exc:
+            raise CliError(str(exc)) from None
+    rows = [dict(zip(names, r)) for r in fetched[:args.max_rows]]
     if args.json:
         print_json(rows)
     else:
         columns = [Column(n, n, _numeric(rows, n), clip=80) for n in names]
         print_table(rows, columns, empty="(no rows)")
+    if len(fetched) > args.max_rows:
+        print(f"profstore: output stopped at {args.max_rows} rows (--max-rows N shows more)",
+              file=sys.stderr)
     return 0
 
 

@@ -1,140 +1,159 @@
-"""The statement check behind ``profstore sql``: one read statement, or a refusal.
+"""The door behind ``profstore sql``: one read statement, a time limit, nothing else.
 
-This is the first of two locks (the second is the read-only connection), so it errs on
-the side of refusing: anything it cannot recognise as a read is refused.
+SQLite decides what a statement does, so SQLite is asked: an authorizer
+(``set_authorizer``) sees every action of the statement as it is prepared and allows
+only reads (``SELECT``, column reads, read pragmas, a recursive CTE) and the functions on
+``READ_FUNCTIONS``; everything else (writes, ``ATTACH``, ``BEGIN``, ``fts3_tokenizer``,
+``load_extension``, ``readfile``/``writefile``, any function not on the list) is denied
+before it runs. ``SQLITE_LIMIT_LENGTH`` caps any string or blob (``zeroblob(5e8)``), and
+a progress handler stops a statement past the time limit. PostgreSQL: the session is
+read-only (store/db.py), the statement must start with a query keyword, and
+``statement_timeout`` bounds it. The connection itself is the second lock: read-only.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
-_TOKEN = re.compile(
-    r"""(?P<space>\s+)
-      | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
-      | (?P<string>'(?:[^']|'')*'?)
-      | (?P<quoted>"(?:[^"]|"")*"?|`[^`]*`?)
-      | (?P<word>[A-Za-z_][A-Za-z_0-9$]*)
-      | (?P<other>.)""",
-    re.S | re.X,
-)
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
-READ_STARTS = frozenset({"SELECT", "WITH", "VALUES", "EXPLAIN", "PRAGMA"})
-QUERY_STARTS = frozenset({"SELECT", "VALUES"})
-STATEMENT_WORDS = frozenset({"SELECT", "VALUES", "INSERT", "UPDATE", "DELETE", "REPLACE",
-                             "MERGE"})
-WRITE_WORDS = frozenset({
-    "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "DROP", "CREATE", "ALTER", "ATTACH",
-    "DETACH", "VACUUM", "REINDEX", "TRUNCATE", "GRANT", "REVOKE", "COPY", "CALL",
-})
-EXPLAIN_WORDS = frozenset({"QUERY", "PLAN", "ANALYZE", "ANALYSE", "VERBOSE"})
+DEFAULT_SECONDS = 30.0
+MAX_VALUE_BYTES = 10_000_000
+"""Longest string or blob a statement may build (SQLite's default allows a gigabyte)."""
+PROGRESS_OPCODES = 10_000
+"""How often (in virtual-machine steps) the time limit is checked: well under 1 ms."""
+_READ_FUNCTION_NAMES = """
+abs acos acosh asin asinh atan atan2 atanh avg ceil ceiling changes char coalesce concat
+concat_ws cos cosh count cume_dist date datetime degrees dense_rank exp first_value floor
+format glob group_concat hex ifnull iif instr json json_array json_array_length json_each
+json_extract json_group_array json_group_object json_insert json_object json_patch
+json_quote json_remove json_replace json_set json_tree json_type json_valid julianday lag
+last_insert_rowid last_value lead length like likelihood likely ln log log10 log2 lower
+ltrim max min mod nth_value ntile nullif octet_length percent_rank pi pow power printf
+quote radians random rank replace round row_number rtrim sign sin sinh soundex sqlite_version
+sqrt string_agg strftime substr substring sum tan tanh time timediff total total_changes
+trim trunc typeof unhex unicode unixepoch unlikely upper zeroblob -> ->>
+"""
+READ_FUNCTIONS = frozenset(_READ_FUNCTION_NAMES.split())
+"""SQLite's core, date, math, JSON and window functions: pure computations on values."""
 PRAGMAS_WITH_ARGUMENT = frozenset({
     "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
     "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
 })
 WRITING_PRAGMAS = frozenset({"optimize", "wal_checkpoint", "incremental_vacuum",
                              "shrink_memory"})
+QUERY_WORDS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW"})
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ,
+                           sqlite3.SQLITE_RECURSIVE})
+_ACTION_NAMES = {value: name.removeprefix("SQLITE_") for name, value in vars(sqlite3).items()
+                 if name.startswith("SQLITE_") and isinstance(value, int)
+                 and name not in ("SQLITE_OK", "SQLITE_DENY", "SQLITE_IGNORE")}
+_LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*([A-Za-z]*)", re.S)
 
 
 class ReadOnlyViolation(ValueError):
     """The statement is not a single read; the message says why."""
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str
-    text: str
-
-    @property
-    def upper(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
+class StatementTimeout(RuntimeError):
+    """The statement ran past its time limit and was stopped."""
 
 
-def tokens(sql: str) -> list[Token]:
-    """Significant tokens: comments and whitespace dropped, strings kept whole."""
-    return [Token(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)
-            if m.lastgroup not in ("space", "comment")]
+@dataclass
+class Limits:
+    seconds: float = DEFAULT_SECONDS
+    max_value_bytes: int = MAX_VALUE_BYTES
 
 
-def check_read_only(sql: str) -> None:
-    """Raise ``ReadOnlyViolation`` unless ``sql`` is one SELECT / WITH … SELECT / VALUES /
-    EXPLAIN of those / read PRAGMA statement."""
-    statements = _split(tokens(sql))
-    if not statements:
+@dataclass
+class _Authorizer:
+    """The SQLite authorizer; ``denied`` keeps the first refusal's reason."""
+
+    denied: str | None = None
+    deadline: float = field(default=float("inf"))
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, _db: str | None,
+                 _trigger: str | None) -> int:
+        reason = _refusal(action, arg1, arg2)
+        if reason is None:
+            return sqlite3.SQLITE_OK
+        self.denied = self.denied or reason
+        return sqlite3.SQLITE_DENY
+
+    def progress(self) -> int:
+        return int(time.monotonic() > self.deadline)
+
+
+def _refusal(action: int, arg1: str | None, arg2: str | None) -> str | None:
+    if action in _READ_ACTIONS:
+        return None
+    if action == sqlite3.SQLITE_FUNCTION:
+        name = (arg2 or "").lower()
+        return None if name in READ_FUNCTIONS else f"function {name}() is not allowed"
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = (arg1 or "").lower()
+        if name in WRITING_PRAGMAS:
+            return f"PRAGMA {name} writes"
+        if arg2 is not None and name not in PRAGMAS_WITH_ARGUMENT:
+            return f"PRAGMA {name} with a value sets a pragma"
+        return None
+    what = _ACTION_NAMES.get(action, f"action {action}").replace("_", " ")
+    return f"{what}{' ' + arg1 if arg1 else ''} is not a read"
+
+
+def check_statement(sql: str, dialect: str) -> None:
+    """What is decided before the database sees the text: a statement at all, and on
+    PostgreSQL (no authorizer) a query keyword first."""
+    word = (_LEADING.match(sql) or _LEADING.match("")).group(1).upper()
+    if not word:
         raise ReadOnlyViolation("empty statement")
-    if len(statements) > 1:
-        raise ReadOnlyViolation(f"one statement at a time, got {len(statements)}")
-    _check_statement(statements[0])
+    if dialect != "sqlite" and word not in QUERY_WORDS:
+        raise ReadOnlyViolation(f"{word} statements are not allowed")
 
 
-def _split(toks: list[Token]) -> list[list[Token]]:
-    statements: list[list[Token]] = [[]]
-    for tok in toks:
-        if tok.text == ";":
-            statements.append([])
-        else:
-            statements[-1].append(tok)
-    return [s for s in statements if s]
-
-
-def _check_statement(toks: list[Token]) -> None:
-    first = toks[0].upper
-    if first not in READ_STARTS:
-        raise ReadOnlyViolation(f"{toks[0].text.upper()} statements are not allowed")
-    if first == "PRAGMA":
-        _check_pragma(toks[1:])
+@contextmanager
+def guarded(conn: Connection, limits: Limits) -> Iterator[None]:
+    """Run the block's statement under the door; its refusals become ``ReadOnlyViolation``
+    and a statement past the limit ``StatementTimeout``, each with a one-line reason."""
+    if conn.dialect.name != "sqlite":
+        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(limits.seconds * 1000)}")
+        with _translated(None, limits):
+            yield
         return
-    if first == "EXPLAIN":
-        _check_explained(toks[1:])
-        return
-    forbidden = sorted({t.upper for t in toks} & WRITE_WORDS)
-    if forbidden:
-        raise ReadOnlyViolation(f"{forbidden[0]} is a write")
-    if first == "WITH":
-        main = _top_level_statement_word(toks[1:])
-        if main not in QUERY_STARTS:
-            raise ReadOnlyViolation(f"WITH … {main or 'nothing'} is not a query")
+    raw = conn.connection.dbapi_connection
+    conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar()  # schema loaded first
+    authorizer = _Authorizer(deadline=time.monotonic() + limits.seconds)
+    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
+    raw.set_authorizer(authorizer)
+    raw.set_progress_handler(authorizer.progress, PROGRESS_OPCODES)
+    try:
+        with _translated(authorizer, limits):
+            yield
+    finally:
+        raw.set_authorizer(None)
+        raw.set_progress_handler(None, 0)
 
 
-def _check_explained(toks: list[Token]) -> None:
-    rest = list(toks)
-    while rest and (rest[0].upper in EXPLAIN_WORDS or rest[0].text == "("):
-        skip = _matching_close(rest) if rest[0].text == "(" else 0
-        rest = rest[skip + 1:]
-    if not rest or rest[0].upper not in QUERY_STARTS | {"WITH"}:
-        raise ReadOnlyViolation("EXPLAIN is allowed only for a query")
-    _check_statement(rest)
-
-
-def _matching_close(toks: list[Token]) -> int:
-    depth = 0
-    for i, tok in enumerate(toks):
-        depth += {"(": 1, ")": -1}.get(tok.text, 0)
-        if depth == 0:
-            return i
-    return len(toks) - 1
-
-
-def _top_level_statement_word(toks: list[Token]) -> str:
-    """The statement keyword after a WITH clause's common table expressions."""
-    depth = 0
-    for tok in toks:
-        depth += {"(": 1, ")": -1}.get(tok.text, 0)
-        if depth == 0 and tok.upper in STATEMENT_WORDS:
-            return tok.upper
-    return ""
-
-
-def _check_pragma(toks: list[Token]) -> None:
-    words = [t for t in toks if t.kind in ("word", "quoted")]
-    if not words:
-        raise ReadOnlyViolation("PRAGMA without a name")
-    if any(t.text == "=" for t in toks):
-        raise ReadOnlyViolation("PRAGMA … = value sets a pragma")
-    names = [t.text.strip('"`').lower() for t in toks if t.kind in ("word", "quoted")]
-    dotted = len(toks) > 2 and toks[1].text == "."
-    name = names[1] if dotted and len(names) > 1 else names[0]
-    if name in WRITING_PRAGMAS:
-        raise ReadOnlyViolation(f"PRAGMA {name} writes")
-    if any(t.text == "(" for t in toks) and name not in PRAGMAS_WITH_ARGUMENT:
-        raise ReadOnlyViolation(f"PRAGMA {name}(…) sets a pragma")
+@contextmanager
+def _translated(authorizer: _Authorizer | None, limits: Limits) -> Iterator[None]:
+    try:
+        yield
+    except DBAPIError as exc:
+        message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        if authorizer is not None and authorizer.denied:
+            raise ReadOnlyViolation(authorizer.denied) from None
+        if "one statement at a time" in message or "multiple commands" in message:
+            raise ReadOnlyViolation("one statement at a time") from None
+        if message == "interrupted" or "statement timeout" in message:
+            raise StatementTimeout(f"statement stopped after {limits.seconds:g} s "
+                                   "(--timeout SECONDS raises the limit)") from None
+        if getattr(exc.orig, "sqlstate", None) == "25006":  # read_only_sql_transaction
+            raise ReadOnlyViolation(message) from None
+        raise

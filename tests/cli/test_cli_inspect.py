@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from contextlib import nullcontext
 from datetime import datetime
 
 import pytest
 from profstore.cli import inspect as inspect_verbs
 from profstore.cli.main import main
-from profstore.cli.sqlguard import ReadOnlyViolation, check_read_only
+from profstore.cli.sqlguard import Limits, ReadOnlyViolation, check_statement, guarded
+from profstore.db import make_engine
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from tests.cli.conftest import add_text, fixture_kernels
 from tests.support.perfdb import DEVICE, V18_DIR, csv_text
@@ -198,7 +202,8 @@ def test_sql_refuses_writes(capsys, fixture_db, statement):
 @pytest.mark.sqlite_only
 def test_sql_connection_is_read_only_even_without_the_guard(capsys, fixture_db,
                                                             monkeypatch):
-    monkeypatch.setattr(inspect_verbs, "check_read_only", lambda sql: None)
+    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
+    monkeypatch.setattr(inspect_verbs, "guarded", lambda conn, limits: nullcontext())
     code, _, err = run(capsys, "sql", "--db", fixture_db, "DELETE FROM rejected_row")
     assert code == 1
     assert "readonly database" in err
@@ -222,7 +227,7 @@ def test_sql_database_error_is_one_line(capsys, fixture_db):
     ("PRAGMA main.index_list('sample')", True),
     ("PRAGMA journal_mode", True),
     ("VALUES (1), (2)", True),
-    ("SELECT 'drop table x', \"delete\" FROM t", True),
+    ("SELECT 'drop table x' AS \"delete\"", True),
     ("SELECT replace(raw_text, 'a', 'b') FROM sample", True),
     ("", False),
     ("EXPLAIN DELETE FROM sample", False),
@@ -234,12 +239,24 @@ def test_sql_database_error_is_one_line(capsys, fixture_db):
     ("BEGIN", False),
     ("SELECT * FROM sample FOR UPDATE", False),
 ])
-def test_read_only_guard(statement, allowed):
-    if allowed:
-        check_read_only(statement)
-    else:
-        with pytest.raises(ReadOnlyViolation):
-            check_read_only(statement)
+@pytest.mark.sqlite_only
+def test_read_only_guard(fixture_db, statement, allowed):
+    """Allowed statements run under the door; refused ones raise before they run (a
+    refusal by the authorizer, or SQLite refusing to prepare the text at all)."""
+    engine = make_engine(fixture_db, read_only=True)
+    try:
+        with engine.connect() as conn:
+            def execute() -> None:
+                check_statement(statement, "sqlite")
+                with guarded(conn, Limits()):
+                    conn.execute(text(statement)).fetchall()
+            if allowed:
+                execute()
+            else:
+                with pytest.raises((ReadOnlyViolation, DBAPIError)):
+                    execute()
+    finally:
+        engine.dispose()
 
 
 def test_unknown_version_is_one_line(capsys, fixture_db):
