@@ -113,13 +113,13 @@ def test_sql_refuses_writes_on_postgresql(capsys, fixture_url, statement):
      "cannot execute SELECT in a read-only transaction"),
     ("SELECT nextval('sample_key_id_seq')", "cannot execute nextval() in a read-only transaction"),
 ])
-def test_the_postgresql_session_is_read_only_even_without_the_guard(capsys, fixture_url,
+def test_the_postgresql_transaction_is_read_only_even_without_the_keyword_check(capsys, fixture_url,
                                                                     monkeypatch, statement,
                                                                     message):
-    monkeypatch.setattr(inspect_verbs, "check_read_only", lambda sql: None)
+    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
     code, out, err = run(capsys, "sql", "--db", fixture_url, statement)
     assert (code, out) == (1, "")
-    assert err == f"profstore: error: database error: {message}\n"
+    assert err == f"profstore: error: profstore sql is read-only: {message}\n"
     assert count_samples(capsys, fixture_url) == 2
 
 
@@ -128,7 +128,7 @@ def test_what_a_read_only_session_still_allows_is_rolled_back(capsys, fixture_ur
                                                              monkeypatch):
     """PostgreSQL lets ``lo_create`` run in a read-only transaction; ``profstore sql``
     never commits, so the large object does not outlive the command."""
-    monkeypatch.setattr(inspect_verbs, "check_read_only", lambda sql: None)
+    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
     objects = "SELECT count(*) AS n FROM pg_largeobject_metadata"
     assert run(capsys, "sql", "--db", fixture_url, "SELECT lo_create(0) AS oid")[0] == 0
     code, out, _ = run(capsys, "sql", "--db", fixture_url, "--json", objects)

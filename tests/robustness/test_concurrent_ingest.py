@@ -16,11 +16,10 @@ import pytest
 from profstore.cli.main import main
 from profstore.db import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.lock import ingest_lock
+from profstore.ingest.lock import IngestBusy, ingest_lock
 
-from tests.support.perfdb import Row, write_version
+from tests.support.perfdb import Row, new_database, write_version
 
-pytestmark = pytest.mark.sqlite_only
 HOLDER = re.compile(r"another ingest holds the database since "
                     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00 \(pid \d+\)")
 
@@ -34,6 +33,7 @@ def latencies(db: Path) -> list[float]:
         return [v for (v,) in conn.execute("SELECT latency_us FROM sample")]
 
 
+@pytest.mark.sqlite_only
 def test_no_wait_fails_at_once_with_one_line(tmp_path):
     root, db = tmp_path / "data", tmp_path / "s.db"
     write_version(root, {"RmsNorm": rms(10.0)})
@@ -49,6 +49,7 @@ def test_no_wait_fails_at_once_with_one_line(tmp_path):
     assert latencies(db) == []
 
 
+@pytest.mark.sqlite_only
 def test_the_second_ingest_waits_visibly_then_compares_with_what_the_first_committed(tmp_path):
     """The database holds 10.0; ingest A (latency 20.0) is mid-transaction when ingest B
     (latency 10.0, the content already there) starts. B must wait for A and then load its
@@ -83,6 +84,7 @@ def test_the_second_ingest_waits_visibly_then_compares_with_what_the_first_commi
     engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_a_failed_version_does_not_stop_the_ones_after_it(capsys, tmp_path):
     """Three v0.18 directories of one device: the third finds both its aliases taken."""
     root, db = tmp_path / "data", tmp_path / "s.db"
@@ -96,3 +98,22 @@ def test_a_failed_version_does_not_stop_the_ones_after_it(capsys, tmp_path):
     assert lines[2] == (f"v0.18: not ingested: alias collision for "
                         f"{root / 'TEST_DEVICE' / 'vllm_ascend' / 'vllm0.18.2_c'}")
     assert sorted(latencies(db)) == [10.0, 11.0, 13.0]
+
+
+def test_the_lock_holds_on_either_backend(tmp_path):
+    """On PostgreSQL an advisory lock, its holder's start read from pg_stat_activity."""
+    root = tmp_path / "data"
+    write_version(root, {"RmsNorm": rms(10.0)})
+    url = new_database(tmp_path)
+    engine = make_engine(url)
+    upgrade(engine)
+    try:
+        with ingest_lock(engine), pytest.raises(IngestBusy) as busy:
+            ingest_path(make_engine(url), root, wait=False)
+        assert re.fullmatch(r"another ingest holds the database since \d{4}-\d\d-\d\dT"
+                            r"\d\d:\d\d:\d\d(\.\d+)?\+00:00 \((server )?pid \d+\)",
+                            str(busy.value))
+        [summary] = ingest_path(engine, root, wait=False)
+        assert summary.status == "ingested"
+    finally:
+        engine.dispose()
