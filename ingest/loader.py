@@ -235,14 +235,14 @@ def _load(
 
 
 def _write_file(writer: RowWriter, source: VersionSource, name: str, raw: bytes,
-                readout, mapping: VersionMapping) -> None:  # noqa: ANN001 - either readout
+                readout, mapping: VersionMapping) -> None:
     if source.framework == HCCL:
         writer.write_comm_file(name, Path(name).stem, file_hash(raw), readout)
     else:
         writer.write_kernel_file(name, Path(name).stem, file_hash(raw), readout, mapping)
 
 
-def _count(summary: VersionSummary, readout) -> None:  # noqa: ANN001 - either readout
+def _count(summary: VersionSummary, readout) -> None:
     summary.files += 1
     summary.rows_read += readout.rows_read
     summary.rows_accepted += len(readout.accepted)

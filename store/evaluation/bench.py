@@ -235,6 +235,10 @@ def measure_tree(options: BenchOptions, tree: Tree, workdir: Path, scale: int,
     out: dict[str, Any] = {}
     for label, copies in (("base", 1), ("scaled", scale)):
         db, figures = build(options, tree, workdir, copies, log)
+        if copies == 1:  # imported here: bench_reingest builds on this module
+            from profstore.evaluation.bench_reingest import reingest_figures
+            figures.update(reingest_figures(options, tree, workdir, db, figures["ingest_s"],
+                                            log))
         log(f"{tree.label}: measuring the {label} database …")
         measured = probe(tree, {"task": "lookups", "db": str(db), "reps": options.reps,
                                 "workloads": str(WORKLOADS), "mixed": options.mixed,

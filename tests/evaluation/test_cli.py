@@ -124,3 +124,6 @@ def test_bench_quick_writes_every_measurement(capsys, tmp_path):
                                           "interp_2d": "simplex_2d", "interp_3d": "simplex_3d"}
     assert data["scaled"]["ingest_rows"] == 2 * data["base"]["ingest_rows"]
     assert "uncached 3-D (us)" in out
+    base = data["base"]
+    assert base["reingest_ratio"] == pytest.approx(base["reingest_s"] / base["ingest_s"])
+    assert f"re-ingest of a changed v0.18: {base['reingest_ratio']:.2f}x its fresh ingest" in out
