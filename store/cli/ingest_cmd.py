@@ -31,11 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help="create the schema or bring it to the latest revision")
     up.set_defaults(handler=db_upgrade)
     cp = db_verbs.add_parser(
-        "checkpoint", parents=[db_options()], formatter_class=argparse.RawDescriptionHelpFormatter,
+        "checkpoint", parents=[db_options()],
         help="fold the write-ahead log into the SQLite file (ready for read-only storage)",
         description="Fold the -wal file into the database and leave WAL mode, so the file "
-                    "alone is the database: copy it to read-only storage and readers open "
-                    "it with immutable=1.\n\nexample:\n  profstore db checkpoint --db perf.db")
+                    "alone is the database: copy it to read-only storage, where readers "
+                    "open it with immutable=1.")
     cp.set_defaults(handler=db_checkpoint)
     p = subparsers.add_parser("ingest", parents=[db_options(), json_options()],
                               help="load profiling version directories (idempotent)")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 EXAMPLES: dict[str, str] = {
     "db upgrade": "profstore db upgrade --db perf.db",
+    "db checkpoint": "profstore db checkpoint --db perf.db",
     "ingest": "profstore ingest ../shared/perfdb --db perf.db",
     "versions": "profstore versions --db perf.db --json",
     "kernels": "profstore kernels --db perf.db --version v0.18",
