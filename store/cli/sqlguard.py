@@ -110,7 +110,8 @@ def _refusal(action: int, arg1: str | None, arg2: str | None) -> str | None:
 def check_statement(sql: str, dialect: str) -> None:
     """What is decided before the database sees the text: a statement at all, and on
     PostgreSQL (no authorizer) a query keyword first."""
-    word = (_LEADING.match(sql) or _LEADING.match("")).group(1).upper()
+    match = _LEADING.match(sql)
+    word = match.group(1).upper() if match else ""
     if not word:
         raise ReadOnlyViolation("empty statement")
     if dialect != "sqlite" and word not in QUERY_WORDS:
@@ -128,6 +129,8 @@ def guarded(conn: Connection, limits: Limits) -> Iterator[None]:
             yield
         return
     raw = conn.connection.dbapi_connection
+    if not isinstance(raw, sqlite3.Connection):
+        raise TypeError("the SQL door needs the sqlite3 driver's connection")
     conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar()  # schema loaded first
     authorizer = _Authorizer(deadline=time.monotonic() + limits.seconds)
     raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
