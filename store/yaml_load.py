@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-SafeLoaderBase: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SafeLoaderBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser and composer (several times faster), else PyYAML's pure-Python one."""
 MAX_DEPTH = 64
 MAX_EXPANDED_NODES = 1_000_000
@@ -61,7 +61,7 @@ def check_limits(text: str, source: str) -> None:
             stack.append([event.anchor, 1])
             if len(stack) > MAX_DEPTH:
                 raise UnusableYaml(f"{source}: nesting deeper than {MAX_DEPTH} levels at "
-                                   f"line {event.start_mark.line + 1}; refused")
+                                   f"line {_line(event)}; refused")
             total += 1
             continue
         if isinstance(event, yaml.CollectionEndEvent):
@@ -74,7 +74,7 @@ def check_limits(text: str, source: str) -> None:
                 anchored[event.anchor] = 1
             total += 1
         elif isinstance(event, yaml.AliasEvent):
-            size = anchored.get(event.anchor, 1)
+            size = anchored.get(event.anchor or "", 1)
             total += size
         else:
             continue
@@ -82,7 +82,11 @@ def check_limits(text: str, source: str) -> None:
             stack[-1][1] += size
         if total > MAX_EXPANDED_NODES:
             raise UnusableYaml(f"{source}: aliases expand to more than {MAX_EXPANDED_NODES} "
-                               f"nodes (line {event.start_mark.line + 1}); refused")
+                               f"nodes (line {_line(event)}); refused")
+
+
+def _line(event: yaml.Event) -> int | str:
+    return event.start_mark.line + 1 if event.start_mark else "?"
 
 
 Duplicate = tuple[yaml.Node, str, int]

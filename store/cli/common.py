@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from profstore.db import (
-    IMMUTABLE,
     ReadOnly,
     current_revision,
     head_revision,
@@ -50,7 +49,7 @@ def db_options() -> argparse.ArgumentParser:
 
 def read_mode(args: argparse.Namespace) -> ReadOnly:
     """How a reading verb opens the database: ``--immutable``, else plain read-only."""
-    return IMMUTABLE if getattr(args, "immutable", False) else True
+    return "immutable" if getattr(args, "immutable", False) else True
 
 
 def json_options() -> argparse.ArgumentParser:
