@@ -104,7 +104,8 @@ def stored_counts(engine: Engine, alias: str) -> dict[str, tuple[int, int, int]]
 def test_a_fuzzed_version_ingests_and_accounts_for_every_line(engine, files):
     with tempfile.TemporaryDirectory() as tmp:
         write(Path(tmp), files)
-        summaries = {s.alias: s for s in ingest_path(engine, tmp)}
+        # a fuzzed mapping may be unusable: its CSVs are still what this test accounts for
+        summaries = {s.alias: s for s in ingest_path(engine, tmp, allow_missing_mapping=True)}
     for alias, name in (("v0.18", None), ("hccl-v8.5", "hcom_allReduce_.csv")):
         stored = stored_counts(engine, alias)
         for file_name, (rows_read, kept, rejected) in stored.items():
