@@ -4,6 +4,7 @@ person the decision path of one descriptor."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
