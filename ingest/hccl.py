@@ -47,6 +47,14 @@ class CommReadout:
         return len(self.accepted) + len(self.rejected)
 
 
+def is_comm_csv(raw: bytes) -> bool:
+    """Whether a CSV is a communication table (its header names ``message_bytes``,
+    ``num_devices`` and ``Duration(us)``). The older layout keeps such files inside a
+    vLLM version directory, beside the kernel CSVs, with no ``communication_data_ref``."""
+    first = raw.lstrip(b"\r\n").split(b"\n", 1)[0].decode("utf-8-sig", "replace")
+    return set(REQUIRED) <= set(header_columns(first))
+
+
 def read_comm_csv(raw: bytes) -> CommReadout:
     """Same line rules as kernel CSVs: rows read = accepted + rejected, blank lines skipped."""
     readout = CommReadout()

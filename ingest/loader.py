@@ -31,7 +31,7 @@ from profstore.ingest.discover import (
     scan_entries,
     survey,
 )
-from profstore.ingest.hccl import CommReadout, read_comm_csv
+from profstore.ingest.hccl import CommReadout, is_comm_csv, read_comm_csv
 from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
 from profstore.ingest.rows_to_sql import RowWriter
 from profstore.mapping import MappingError, VersionMapping, load_mapping
@@ -209,7 +209,7 @@ def _load(
     for done, name in enumerate(csv_names, start=1):
         kernel = Path(name).stem
         readout: CommReadout | FileReadout
-        if source.framework == HCCL:
+        if source.framework == HCCL or is_comm_csv(files[name]):
             readout = read_comm_csv(files[name])
         elif name in conflicts:
             readout = _conflict_readout(files[name], name, conflicts[name])

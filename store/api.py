@@ -237,15 +237,23 @@ class Store:
 
 
 def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
-    """The HCCL profile a version's ``communication_data_ref`` points at (same device)."""
+    """The HCCL profile a version's ``communication_data_ref`` points at (same device);
+    without the field (the older layout), the version itself when it holds communication
+    CSVs of its own."""
     ref = mapping.header.get("communication_data_ref")
     if not ref:
-        return None
+        return _own_comm_profile(conn, row.id)
     directory = PurePosixPath(str(ref).rstrip("/")).name
     p = t.profile_set.c
     found = conn.execute(select(p.id).where(
         p.framework == "hccl", p.device == row.device, p.directory == directory)).first()
     return found[0] if found else None
+
+
+def _own_comm_profile(conn, profile_id: int) -> int | None:
+    c = t.comm_sample.c
+    found = conn.execute(select(c.id).where(c.profile_id == profile_id).limit(1)).first()
+    return profile_id if found else None
 
 
 def _require_file(url: str) -> None:

@@ -7,7 +7,12 @@ the number of requests. Groups are seq-anchored only: ``seq``, then ``seq + batc
 
 Regime: query and cache dtypes, heads, head dimension, KV heads, sparse mode, input
 layout (``BNSD_NBSD`` is read as its input half ``BNSD``), the width of a separate
-rope input (0 when there is none), and the query kind. The query kind is not in the
+rope input (0 when there is none), the quant mode, and the query kind. The quant mode
+is the row's ``Runtime quant_mode`` cell and the target's mapping-entry ``quant_mode``
+(else a ``quant_mode`` kwarg); a blank cell or no statement is "none". Rows of
+different quant modes are different kernels' work (RFC §2.2 "never interpolate across
+incompatible discrete regimes"), so a W8A8 target never meets an unquantised row, and
+a row without the column is unquantised. The query kind is not in the
 DESIGN's list but is required: decode rows (one query token per request) and prefill
 rows (query tokens = KV tokens) of one shape family share (seq, batch) and differ
 several-fold in latency. Anything else is ``mixed`` and keeps its query-token count
@@ -44,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from profstore.dtypes import to_profiler_dtype
@@ -88,6 +93,7 @@ class AttentionFacts:
     query_tokens: int
     batch: int
     seq: float
+    quant_mode: str | None = None
 
 
 def query_kind(query_tokens: int, batch: int, seq: float) -> str:
@@ -112,6 +118,8 @@ def attention_extraction(kernel: str, facts: AttentionFacts) -> Extraction:
         "rope_dim": facts.rope_dim,
         "query_kind": kind,
     }
+    if facts.quant_mode is not None:  # absent when unquantised: keys of older stores hold
+        regime["quant_mode"] = facts.quant_mode
     if kind == "mixed":
         regime["query_tokens"] = facts.query_tokens
     return Extraction(regime, (facts.seq, float(facts.batch)))
@@ -145,7 +153,8 @@ class FusedInferAttentionPath(OperatorPath):
         facts = target_facts(leaf)
         if isinstance(facts, Refusal):
             return facts
-        return attention_extraction(ctx.kernel_type, facts)
+        return attention_extraction(ctx.kernel_type,
+                                    replace(facts, quant_mode=target_quant_mode(leaf, ctx)))
 
     def axis_transforms(self, policy: KernelPolicy) -> tuple[AxisTransform | None, ...]:
         return (math.sqrt if policy.axis_transform == "sqrt_seq" else None, None)
@@ -199,7 +208,8 @@ def _row_facts(row: CsvRow, q: Slot, key: Slot, layout: str, seq: float
         heads=q.known_shape[1] if heads is None else heads, head_dim=head_dim, kv_heads=kv_heads,
         sparse_mode=(3 if _present(row, MASK_SLOT) else 0) if sparse is None else sparse,
         layout=layout, rope_dim=rope.shape[-1] if rope and rope.shape else 0,
-        query_tokens=tokens, batch=batch, seq=seq)
+        query_tokens=tokens, batch=batch, seq=seq,
+        quant_mode=row.extra(RUNTIME + "quant_mode") or None)
 
 
 def _slot(row: CsvRow, index: int) -> Slot | None:
@@ -236,10 +246,15 @@ def _row_layout(row: CsvRow, q: Sequence[int]) -> str | Refusal:
     return layout
 
 
+def bnsd_kv_heads(key: Sequence[int]) -> int | None:
+    """KV heads of a BNSD key ``(B, N, S, D)``: dimension 1, on the row and target sides."""
+    return key[1] if len(key) == 4 else None
+
+
 def _kernel_kv_heads(key: Sequence[int], head_dim: int, layout: str, paged: bool
                      ) -> int | None:
     if layout == "BNSD":
-        return key[1] if len(key) == 4 else None
+        return bnsd_kv_heads(key)
     if paged:
         width = key[-1]
         return width // head_dim if width % head_dim == 0 else None
@@ -278,13 +293,24 @@ def target_facts(leaf: LeafOp) -> AttentionFacts | Refusal:
         dtypes = to_profiler_dtype(q.dtype), to_profiler_dtype(key.dtype)
     except ValueError as error:
         return refuse(Reason.TARGET_UNAVAILABLE, str(error))
+    kv_heads = bnsd_kv_heads(key.shape) if layout == "BNSD" else key.shape[-2]
+    if kv_heads is None:
+        return refuse(Reason.TARGET_UNAVAILABLE, f"BNSD key {key.shape} is not (B, N, S, D)")
     tokens = q.shape[0] if q.rank == 2 else query_tokens(q.shape, layout)
     seq = seq_value(sum(lens) / len(lens))
     kind = query_kind(tokens, len(lens), seq)
     return AttentionFacts(
         activation_dtype=dtypes[0], cache_dtype=dtypes[1], heads=heads, head_dim=head_dim,
-        kv_heads=key.shape[-2], sparse_mode=convention_sparse_mode(layout, kind),
+        kv_heads=kv_heads, sparse_mode=convention_sparse_mode(layout, kind),
         layout=layout, rope_dim=0, query_tokens=tokens, batch=len(lens), seq=seq)
+
+
+def target_quant_mode(leaf: LeafOp, ctx: TargetContext) -> str | None:
+    """The target's quant mode: the mapping entry's ``quant_mode``, else the leaf's kwarg."""
+    stated = ctx.entry.raw.get("quant_mode")
+    if stated is None:
+        stated = leaf.kwarg("quant_mode")
+    return None if stated is None or stated == "" else str(stated)
 
 
 def convention_sparse_mode(layout: str, kind: str) -> int:

@@ -1,7 +1,8 @@
 """Phase 1 MatMul: M/K/N axes for the MatMul kernels a plain mapping reaches (DESIGN §6).
 
 Axes, the same on both sides: K is the activation's last dimension, N the output's last
-dimension, M the product of the activation's other dimensions — except for a batched
+dimension (for a leaf without an output, the weight's last: ``implied_output``), M the
+product of the activation's other dimensions — except for a batched
 matmul (weight of rank >= 3 after FRACTAL_NZ restore), where M is the activation's
 second-to-last dimension and the batch dimensions become a regime field.
 
@@ -136,23 +137,40 @@ def target_tensors(leaf: LeafOp, ctx: TargetContext) -> tuple[TensorSpec, ...]:
     return tensors[: ctx.entry.tc_input_count] if ctx.entry.tc_input_count else tensors
 
 
-def target_call(leaf: LeafOp, ctx: TargetContext) -> MatrixCall | Refusal:
-    """The leaf's two matrix operands (Phase 1 dtype rule) and its first output."""
+def target_call(leaf: LeafOp, ctx: TargetContext, *, infer_output: bool = False
+                ) -> MatrixCall | Refusal:
+    """The leaf's two matrix operands (Phase 1 dtype rule) and its first output.
+
+    With ``infer_output`` a leaf without an output gets the one its operands imply
+    (``implied_output``); otherwise such a leaf is a REQUIRED_FIELD_MISSING refusal.
+    """
     tensors = target_tensors(leaf, ctx)
     first, second = _MATRIX_POSITIONS.get(leaf.op, (0, 1))
     if len(tensors) <= second:
         return refuse(Reason.TARGET_UNAVAILABLE,
                       f"leaf has {len(tensors)} tensor input(s); a matmul needs two")
-    if not leaf.outputs:
-        return refuse(Reason.REQUIRED_FIELD_MISSING,
-                      "leaf has no output: N and the output dtype are regime fields")
     try:
         act, weight = tensors[first], tensors[second]
-        return MatrixCall(target_operand(act, operand_format(act, 0, ctx.entry)),
-                          target_operand(weight, operand_format(weight, 1, ctx.entry)),
-                          target_operand(leaf.outputs[0], leaf.outputs[0].format))
+        activation = target_operand(act, operand_format(act, 0, ctx.entry))
+        matrix = target_operand(weight, operand_format(weight, 1, ctx.entry))
+        if leaf.outputs:
+            output = target_operand(leaf.outputs[0], leaf.outputs[0].format)
+        elif infer_output and activation.dtype == matrix.dtype:
+            output = implied_output(activation, matrix)
+        else:
+            return refuse(Reason.REQUIRED_FIELD_MISSING,
+                          "leaf has no output: N and the output dtype are regime fields")
+        return MatrixCall(activation, matrix, output)
     except ValueError as error:
         return refuse(Reason.TARGET_UNAVAILABLE, str(error))
+
+
+def implied_output(activation: Operand, weight: Operand) -> Operand:
+    """The output of a plain matmul leaf that states none. RFC §4.4.2 reads the inputs as
+    M x K and K x N, so N is the (logical) weight's last dimension; the output keeps the
+    activation's leading dimensions and, both operands being of one dtype, that dtype
+    (torch's result dtype for same-dtype operands)."""
+    return Operand((*activation.shape[:-1], weight.shape[-1]), activation.dtype, "ND")
 
 
 def matmul_extraction(kernel: str, call: MatrixCall | Refusal,
@@ -182,7 +200,7 @@ class MatMulPath(OperatorPath):
         return found if isinstance(found, Refusal) else [found]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        return matmul_extraction(ctx.kernel_type, target_call(leaf, ctx),
+        return matmul_extraction(ctx.kernel_type, target_call(leaf, ctx, infer_output=True),
                                  input_count=len(target_tensors(leaf, ctx)))
 
     def describe(self, extraction: Extraction) -> dict[str, Any]:
