@@ -17,12 +17,15 @@ temporary store holding the suite's fixture directory.
 
 An upstream test without a line fails, and so does a line naming no upstream test
 (``test_classification_is_current``). ``PROFSTORE_UPSTREAM_TRIAGE=1`` runs every test
-plainly, ignoring the classification (to re-classify after a change).
+plainly, ignoring the classification (to re-classify after a change);
+``PROFSTORE_UPSTREAM_TRIAGE=<file.tsv>`` also writes each test's outcome and whether it
+built a data source at all (a test that builds none exercises only upstream's code).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import types
@@ -42,7 +45,7 @@ SUITES = ("test_specialized_operator_interpolation.py", "test_interpolating_data
 CLASSIFICATION = Path(__file__).with_name("classification.txt")
 PACKAGE = "tensorcast_upstream_suites"
 CLASSES = ("pass", "differs-rfc", "differs-contract", "n/a")
-TRIAGE = os.environ.get("PROFSTORE_UPSTREAM_TRIAGE") == "1"
+TRIAGE = os.environ.get("PROFSTORE_UPSTREAM_TRIAGE", "")
 _DB = "profiling_database"
 
 
@@ -186,20 +189,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
+class RunHooks:
+    """Per-test hooks for the upstream items. Registered as a plugin: a conftest's own
+    run hooks reach only items under its folder, and the suites live in ../shared."""
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.get_closest_marker("upstream_unclassified"):
+            pytest.fail(f"{_upstream_id(item)} has no line in tests/upstream/classification.txt",
+                        pytrace=False)
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        if item.getparent(UpstreamModule) is not None:
+            if TRIAGE.endswith(".tsv"):
+                _record_misses(item)
+            STORES.close_all()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Triage record: ``<id> <outcome> <data sources built so far>`` per upstream test."""
+        if not TRIAGE.endswith(".tsv") or "classification.txt::" not in report.nodeid:
+            return
+        if report.when == "call" or report.failed:
+            test_id = report.nodeid.split("classification.txt::", 1)[1]
+            with open(TRIAGE, "a", encoding="utf-8") as out:
+                out.write(f"{test_id}\t{report.outcome}\t{STORES.count}\n")
+
+
+def _record_misses(item: pytest.Item) -> None:
+    """Triage: the last miss of every source the test built, beside the outcome file."""
+    with open(TRIAGE + ".misses", "a", encoding="utf-8") as out:
+        for source in STORES.opened:
+            if source.last_miss_reason:
+                message = json.dumps(source.last_miss_details, default=str)[:600]
+                out.write(f"{_upstream_id(item)}\t{source.last_miss_reason}\t{message}\n")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "upstream_unclassified: an upstream test with no line "
                                        "in tests/upstream/classification.txt")
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("upstream_unclassified"):
-        pytest.fail(f"{_upstream_id(item)} has no line in tests/upstream/classification.txt",
-                    pytrace=False)
-
-
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    if item.getparent(UpstreamModule) is not None:
-        STORES.close_all()
+    if not config.pluginmanager.has_plugin("profstore-upstream-runs"):
+        config.pluginmanager.register(RunHooks(), "profstore-upstream-runs")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

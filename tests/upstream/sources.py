@@ -51,6 +51,7 @@ class FixtureStores:
         self.template: Path | None = None
         self.count = 0
         self.opened: list[ProfstoreDataSource] = []
+        self.stores: list[Store] = []
 
     def _new_database(self) -> Path:
         if self.root is None:
@@ -75,13 +76,17 @@ class FixtureStores:
             engine.dispose()
         return Store.open(path), summary.alias
 
-    def track(self, source: ProfstoreDataSource) -> ProfstoreDataSource:
+    def track(self, source: ProfstoreDataSource, owns_store: bool = True
+              ) -> ProfstoreDataSource:
         self.opened.append(source)
+        if owns_store:
+            self.stores.append(source.store)
         return source
 
     def close_all(self) -> None:
-        while self.opened:
-            self.opened.pop().store.close()
+        self.opened.clear()
+        while self.stores:
+            self.stores.pop().close()
 
     def remove(self) -> None:
         self.close_all()
@@ -120,4 +125,4 @@ def interpolating_data_source(base: ProfstoreDataSource) -> ProfstoreDataSource:
     source = ProfstoreDataSource(base.store, base.version, interpolation=True,
                                  ep_size=base.context.ep_size, tp_size=base.context.tp_size)
     source.base = base
-    return source
+    return STORES.track(source, owns_store=False)

@@ -1,0 +1,65 @@
+"""Upstream's spellings of detail keys, added beside profstore's own (issue #15).
+
+TensorCast's ``InterpolatingDataSource`` names some of the evidence differently; tooling
+keyed on its names (reports, its own regression suites) finds the same facts under them:
+
+- ``exact_fields``: the exact-match (regime) fields of the target: ``target_regime``, plus
+  ``input_layout`` (``BNSD`` -> ``BNSD_NBSD``, upstream's name of the FIA layout) and
+  ``input_formats`` (the ``formats`` text as a list) where the regime has them;
+- ``query_mode``: the path selector, when it is a mapping ``query_mode``;
+- ``axis_boundary``: for a 1-D interpolation, ``{axis: {"lower": .., "upper": ..}}`` from
+  ``boundary`` and the interpolated axis;
+- ``dtype_scaled``: whether the latency was scaled by a dtype byte ratio (profstore does
+  that only in the Phase 1 base elementwise lookup, ``base_elementwise_byte_ratio``).
+
+An alias never replaces a key profstore already sets. Keys whose upstream meaning differs
+from profstore's under the same name (``axes``: upstream a list of names, profstore
+``{name: value}``; ``interpolation_path``: upstream a string, profstore the list of groups
+tried) are not aliased: one name cannot hold both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+BYTE_RATIO_METHOD = "base_elementwise_byte_ratio"
+QUERY_MODES = frozenset({"attention_special", "moe_fused", "elementwise", "scatter_nd_update_mla",
+                         "attention_lightning_indexer", "attention_sparse_sharedkv"})
+UPSTREAM_LAYOUT = {"BNSD": "BNSD_NBSD", "TND": "TND"}
+
+
+def _exact_fields(regime: Mapping[str, Any]) -> dict[str, Any]:
+    fields = dict(regime)
+    if regime.get("layout") in UPSTREAM_LAYOUT:
+        fields.setdefault("input_layout", UPSTREAM_LAYOUT[regime["layout"]])
+    if isinstance(regime.get("formats"), str):
+        fields.setdefault("input_formats", regime["formats"].split(";"))
+    return fields
+
+
+def _axis_boundary(details: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+    boundary = details.get("boundary")
+    if details.get("method") != "linear_1d" or not isinstance(boundary, Mapping):
+        return None
+    tried = details.get("interpolation_path") or ()
+    used = [step for step in tried if isinstance(step, Mapping)
+            and step.get("outcome") == "interpolated"]
+    if not used or len(used[-1].get("axes", ())) != 1 or "lower" not in boundary:
+        return None
+    return {used[-1]["axes"][0]: {"lower": boundary["lower"], "upper": boundary["upper"]}}
+
+
+def with_upstream_aliases(details: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``details`` with upstream's spellings added where profstore has the fact."""
+    out = dict(details)
+    if isinstance(details.get("target_regime"), Mapping):
+        out.setdefault("exact_fields", _exact_fields(details["target_regime"]))
+    if details.get("selector") in QUERY_MODES:
+        out.setdefault("query_mode", details["selector"])
+    axis_boundary = _axis_boundary(details)
+    if axis_boundary is not None:
+        out.setdefault("axis_boundary", axis_boundary)
+    if "method" in details:
+        out.setdefault("dtype_scaled", details["method"] == BYTE_RATIO_METHOD)
+    return out
