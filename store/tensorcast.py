@@ -47,6 +47,7 @@ from profstore.formats import FormatPolicy
 from profstore.leaf import LeafContext, LeafOp
 from profstore.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.result import QueryResult, QuerySource, Reason
+from profstore.tensorcast_aliases import with_upstream_aliases
 from profstore.tensorcast_convert import (
     MAX_VALUE_ELEMENTS,
     FormatOf,
@@ -178,10 +179,11 @@ class ProfstoreDataSource:
         self.last_result = result
         if result.hit and result.source is not QuerySource.PARTIAL:
             self.last_miss_reason = self.last_miss_details = None
+            result = replace(result, details=with_upstream_aliases(result.details))
             answer = TensorCastResult.of(result, leaf, self._row_shapes)
             self.last_shape_match_info = answer.shape_match_info
             return answer
-        details = dict(result.details)
+        details = with_upstream_aliases(result.details)
         if result.source is QuerySource.PARTIAL:
             details["partial_latency_us"] = result.latency_us
         self.last_miss_reason = (result.reason or Reason.NO_EXACT_MATCH).value

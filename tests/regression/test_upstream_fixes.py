@@ -172,8 +172,8 @@ def test_communication_in_a_version_directory_answers_like_hccl_data(legacy_comm
         middle = store.lookup(all_reduce(75_000), "v0.18")
         exact = store.lookup(all_reduce(50_000), "v0.18")
         matmul = store.lookup(mm(200), "v0.18")
-    # 150000 bytes on the line through (100000, 100) .. (400000, 400): 150 us
+    # 150000 bytes on the line through the bracketing rows (100000, 100) and (200000, 200)
     assert (middle.source, middle.latency_us) == (QuerySource.INTERPOLATED, pytest.approx(150.0))
-    assert middle.details["method"] == "alpha_beta"
+    assert middle.details["method"] == "alpha_beta_local"
     assert (exact.source, exact.latency_us) == (QuerySource.MEASURED, 100.0)
     assert matmul.latency_us == 20.0

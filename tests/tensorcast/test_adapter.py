@@ -14,11 +14,18 @@ import pytest
 import yaml
 from profstore.api import Store
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.result import QuerySource
+from profstore.result import QueryResult, QuerySource
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
+from profstore.tensorcast_aliases import with_upstream_aliases
 
 from tests.conftest import PERFDB, REPO, requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+
+
+def with_aliases(direct: QueryResult) -> dict[str, Any]:
+    """What the adapter returns for ``direct``: the same answer, upstream's key aliases added."""
+    return {**direct.as_dict(), "details": with_upstream_aliases(direct.details)}
+
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"
 RMS = "tensor_cast.rms_norm.default"
@@ -237,7 +244,7 @@ def test_hit_equals_the_direct_lookup_and_resets_the_miss(source, small_store):
     result = source.lookup(rms(16))
     direct = small_store.lookup(source.to_leaf(rms(16)), "v0.18")
     assert isinstance(result, TensorCastResult)
-    assert result.as_dict() == direct.as_dict()
+    assert result.as_dict() == with_aliases(direct)
     assert (result.latency_us, result.source) == (14.0, QuerySource.MEASURED)
     assert result.shape_debug_statistics() == {"kernel_shapes": "[[16, 7168], [7168]]",
                                                 "shape_match_rule": "base_exact"}
@@ -359,7 +366,7 @@ def test_adapter_equals_direct_store_lookup(corpus, perfdb_store, build):
     complete = direct.hit and direct.source is not QuerySource.PARTIAL
     assert (result is not None) == complete
     if complete:
-        assert result.as_dict() == direct.as_dict()
+        assert result.as_dict() == with_aliases(direct)
     else:
         assert corpus.last_miss_reason == direct.reason.value
         assert corpus.last_result.as_dict() == direct.as_dict()
