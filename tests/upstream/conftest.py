@@ -94,11 +94,12 @@ def _install_shims() -> None:
     package = importlib.import_module(base)
     modules = (package, importlib.import_module(f"{base}.profiling_data_source"),
                importlib.import_module(f"{base}.interpolating_data_source"))
+    replacements = {"ProfilingDataSource": profiling_data_source,
+                    "InterpolatingDataSource": interpolating_data_source}
     for module in modules:
-        if hasattr(module, "ProfilingDataSource"):
-            module.ProfilingDataSource = profiling_data_source
-        if hasattr(module, "InterpolatingDataSource"):
-            module.InterpolatingDataSource = interpolating_data_source
+        for name, constructor in replacements.items():
+            if hasattr(module, name):
+                setattr(module, name, constructor)
 
 
 def _suite_package() -> str:
@@ -169,7 +170,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if TRIAGE:
         return
     verdicts = read_classification()
-    kept, deselected = [], []
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
     for item in items:
         test_id = ids[item]
         verdict = verdicts.get(test_id) if test_id else None

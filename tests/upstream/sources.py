@@ -54,7 +54,7 @@ class FixtureStores:
         self.stores: list[Store] = []
 
     def _new_database(self) -> Path:
-        if self.root is None:
+        if self.root is None or self.template is None:
             self.root = Path(tempfile.mkdtemp(prefix="profstore-upstream-"))
             self.template = self.root / "template.db"
             engine = make_engine(self.template)
@@ -92,7 +92,7 @@ class FixtureStores:
         self.close_all()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
+            self.root = self.template = None
 
 
 STORES = FixtureStores()
