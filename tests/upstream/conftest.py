@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import PERFDB, SHARED
 from tests.upstream.sources import STORES, interpolating_data_source, profiling_data_source
 
 UPSTREAM = SHARED / "third_party" / "msmodeling-84fec85"
@@ -86,6 +86,7 @@ def _missing_prerequisite() -> str | None:
 
 def _install_shims() -> None:
     """Import upstream's profiling_database and put profstore's constructors in place."""
+    STORES.export, STORES.corpus = UPSTREAM, PERFDB
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if str(UPSTREAM) not in sys.path:

@@ -12,7 +12,10 @@ Constructor arguments, one by one:
   once, at construction, into a fresh SQLite store as one vLLM version directory: device
   from the mapping's ``device`` header (else ``UPSTREAM_FIXTURE``), directory name and
   alias from the folder name. Communication CSVs inside it (no ``communication_data_ref``)
-  are that version's communication data, as upstream reads them.
+  are that version's communication data, as upstream reads them. A directory inside the
+  export's own ``profiling_database/data/`` (Git LFS pointers there) is read from the same
+  place under ``../shared/perfdb``, where the corpus's CSVs are; that store is ingested
+  once per session and shared.
 - ``device_profile`` (upstream: only its ``comm_grid``, an analytic communication grid
   used when no communication CSV answers) -> not used: profstore answers communication from
   measured rows only and leaves the analytic fallback to TensorCast.
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -40,6 +43,16 @@ from profstore.ingest.loader import ingest_version
 from profstore.tensorcast import ProfstoreDataSource
 
 DEFAULT_DEVICE = "UPSTREAM_FIXTURE"
+EXPORT_DATA = PurePosixPath("tensor_cast/performance_model/profiling_database/data")
+
+
+def corpus_directory(data_dir: Path, export: Path, corpus: Path) -> Path:
+    """``data_dir`` itself, or for a folder of the export's LFS data its corpus twin."""
+    try:
+        relative = data_dir.resolve().relative_to((export / EXPORT_DATA).resolve())
+    except ValueError:
+        return data_dir
+    return corpus / relative
 
 
 class FixtureStores:
@@ -52,6 +65,9 @@ class FixtureStores:
         self.count = 0
         self.opened: list[ProfstoreDataSource] = []
         self.stores: list[Store] = []
+        self.shared: dict[Path, tuple[Store, str]] = {}
+        self.export: Path | None = None
+        self.corpus: Path | None = None
 
     def _new_database(self) -> Path:
         if self.root is None or self.template is None:
@@ -64,6 +80,18 @@ class FixtureStores:
         path = self.root / f"store-{self.count}.db"
         shutil.copyfile(self.template, path)
         return path
+
+    def open(self, data_dir: Path) -> tuple[Store, str, bool]:
+        """A store holding ``data_dir``, its version alias, and whether the caller owns it
+        (corpus stores are shared by the session)."""
+        if self.export is None or self.corpus is None:
+            return (*self.ingest(data_dir), True)
+        source = corpus_directory(data_dir, self.export, self.corpus)
+        if source == data_dir:
+            return (*self.ingest(data_dir), True)
+        if source not in self.shared:
+            self.shared[source] = self.ingest(source)
+        return (*self.shared[source], False)
 
     def ingest(self, data_dir: Path) -> tuple[Store, str]:
         """A store holding ``data_dir`` as one version, and that version's alias."""
@@ -90,6 +118,9 @@ class FixtureStores:
 
     def remove(self) -> None:
         self.close_all()
+        for store, _ in self.shared.values():
+            store.close()
+        self.shared.clear()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = self.template = None
@@ -111,13 +142,13 @@ def _device(data_dir: Path) -> str:
 def profiling_data_source(data_dir: str | Path, device_profile: Any = None,
                           parallel_config: Any = None) -> ProfstoreDataSource:
     """``ProfilingDataSource(data_dir, device_profile, parallel_config)``: exact only."""
-    store, alias = STORES.ingest(Path(data_dir))
+    store, alias, owned = STORES.open(Path(data_dir))
     source = ProfstoreDataSource(
         store, alias, interpolation=False,
         ep_size=getattr(parallel_config, "expert_parallel_size", None),
         tp_size=getattr(parallel_config, "tensor_parallel_size", None))
     source.data_dir = Path(data_dir)
-    return STORES.track(source)
+    return STORES.track(source, owns_store=owned)
 
 
 def interpolating_data_source(base: ProfstoreDataSource) -> ProfstoreDataSource:
