@@ -5,7 +5,11 @@ keyed on its names (reports, its own regression suites) finds the same facts und
 
 - ``exact_fields``: the exact-match (regime) fields of the target: ``target_regime``, plus
   ``input_layout`` (``BNSD`` -> ``BNSD_NBSD``, upstream's name of the FIA layout) and
-  ``input_formats`` (the ``formats`` text as a list) where the regime has them;
+  ``input_formats`` (the ``formats`` text as a list) where the regime has them, and a
+  matmul's ``batch_dims`` as upstream lists them, once per matrix input (``"2,3"`` ->
+  ``[[2, 3], [2, 3]]``; the two inputs of a batched matmul share them). ``exact_fields``
+  is upstream's name, so its values take upstream's spelling; ``target_regime`` keeps
+  profstore's;
 - ``query_mode``: the path selector, when it is a mapping ``query_mode``;
 - ``axis_boundary``: for a 1-D interpolation, ``{axis: {"lower": .., "upper": ..}}`` from
   ``boundary`` and the interpolated axis;
@@ -35,6 +39,10 @@ def _exact_fields(regime: Mapping[str, Any]) -> dict[str, Any]:
         fields.setdefault("input_layout", UPSTREAM_LAYOUT[regime["layout"]])
     if isinstance(regime.get("formats"), str):
         fields.setdefault("input_formats", regime["formats"].split(";"))
+    batch = regime.get("batch_dims")
+    if isinstance(batch, str) and batch not in ("", "none"):
+        dims = [int(d) for d in batch.split(",")]
+        fields["batch_dims"] = [dims, list(dims)]
     return fields
 
 

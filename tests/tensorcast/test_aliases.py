@@ -40,3 +40,12 @@ def test_a_2d_interpolation_has_no_axis_boundary_and_the_input_is_not_changed():
     out = with_upstream_aliases(details)
     assert "axis_boundary" not in out
     assert "exact_fields" not in details
+
+
+def test_batch_dims_take_upstreams_per_input_spelling_in_exact_fields_only():
+    regime = {"kernel": "BatchMatMulV2", "batch_dims": "2,3"}
+    out = with_upstream_aliases({"method": "linear_1d", "target_regime": regime})
+    assert out["exact_fields"]["batch_dims"] == [[2, 3], [2, 3]]
+    assert out["target_regime"]["batch_dims"] == "2,3"
+    plain = with_upstream_aliases({"target_regime": {"batch_dims": "none"}})
+    assert plain["exact_fields"]["batch_dims"] == "none"
