@@ -5,7 +5,9 @@ named in ``SUITES`` are collected from where they are (nothing is copied). Befor
 are imported, upstream's ``ProfilingDataSource`` and ``InterpolatingDataSource`` are
 replaced by ``tests.upstream.sources`` (each constructor argument's mapping is documented
 there), so every data source the suites build is a ``ProfstoreDataSource`` over a
-temporary store holding the suite's fixture directory.
+temporary store holding the suite's fixture directory. The names are put back once the
+suites are imported (they hold their own references), so other tests that run upstream's
+real classes (tests/tensorcast/test_simulator.py) still get them.
 
 ``classification.txt`` holds one line per upstream test, and is enforced:
 
@@ -29,7 +31,7 @@ import json
 import os
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +86,9 @@ def _missing_prerequisite() -> str | None:
     return None
 
 
-def _install_shims() -> None:
-    """Import upstream's profiling_database and put profstore's constructors in place."""
+def _install_shims() -> Callable[[], None]:
+    """Import upstream's profiling_database and put profstore's constructors in place;
+    returns the function that puts upstream's own back."""
     STORES.export, STORES.corpus = UPSTREAM, PERFDB
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -97,10 +100,15 @@ def _install_shims() -> None:
                importlib.import_module(f"{base}.interpolating_data_source"))
     replacements = {"ProfilingDataSource": profiling_data_source,
                     "InterpolatingDataSource": interpolating_data_source}
-    for module in modules:
-        for name, constructor in replacements.items():
-            if hasattr(module, name):
-                setattr(module, name, constructor)
+    saved = [(module, name, getattr(module, name)) for module in modules
+             for name in replacements if hasattr(module, name)]
+    for module, name, _ in saved:
+        setattr(module, name, replacements[name])
+
+    def restore() -> None:
+        for module, name, original in saved:
+            setattr(module, name, original)
+    return restore
 
 
 def _suite_package() -> str:
@@ -140,7 +148,12 @@ class UpstreamSuites(pytest.File):
             if os.environ.get("CI") == "true":
                 raise pytest.UsageError(problem)
             pytest.skip(problem)
-        _install_shims()
+        restore = _install_shims()
+        try:  # the suites bind the names at import; other tests keep upstream's classes
+            for name in SUITES:
+                importlib.import_module(f"{_suite_package()}.{Path(name).stem}")
+        finally:
+            restore()
         for name in SUITES:
             yield UpstreamModule.from_parent(self, path=SUITE_DIR / name, name=name)
         yield ClassificationCheck.from_parent(self, name="test_classification_is_current")
