@@ -236,7 +236,7 @@ def _load(
 
 def _write_file(writer: RowWriter, source: VersionSource, name: str, raw: bytes,
                 readout, mapping: VersionMapping) -> None:
-    if source.framework == HCCL:
+    if source.framework == HCCL or isinstance(readout, CommReadout):
         writer.write_comm_file(name, Path(name).stem, file_hash(raw), readout)
     else:
         writer.write_kernel_file(name, Path(name).stem, file_hash(raw), readout, mapping)
