@@ -8,10 +8,11 @@ SQL candidates, geometry, guards, details — is the engine's, shared by all pat
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from profstore.dtypes import to_profiler_dtype
 from profstore.leaf import TensorSpec
@@ -97,6 +98,7 @@ class TargetContext:
 
 
 AxisTransform = Callable[[float], float]
+T = TypeVar("T")
 
 
 class OperatorPath:
@@ -129,6 +131,12 @@ class OperatorPath:
     """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
     MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("row_regime", "target_regime"):
+            if name in cls.__dict__:
+                setattr(cls, name, _returning_refusals(cls.__dict__[name]))
+
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         raise NotImplementedError
 
@@ -155,3 +163,31 @@ class OperatorPath:
 
 def refuse(reason: Reason, message: str, **fields: Any) -> Refusal:
     return Refusal(reason, message, dict(fields))
+
+
+class Refused(Exception):
+    """A refusal on its way out of a path's ``row_regime`` / ``target_regime``: helpers
+    return a ``Refusal`` and the path's steps ``unwrap`` them, so no step writes the
+    early return by hand; the base class turns the exception back into the result."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def unwrap(value: T | Refusal) -> T:
+    """``value``, or raise ``Refused`` when it is a refusal."""
+    if isinstance(value, Refusal):
+        raise Refused(value)
+    return value
+
+
+def _returning_refusals(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Refused as refused:
+            return refused.refusal
+
+    return run

@@ -41,6 +41,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
@@ -61,7 +62,7 @@ class ElementwisePath(OperatorPath):
         out = row.outputs[0]
         inputs = [s.known_shape for s in row.present_inputs()]
         found = elementwise_extraction(ctx.kernel_type, out.known_shape, out.dtype, inputs)
-        return found if isinstance(found, Refusal) else [found]
+        return [unwrap(found)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
         if not leaf.outputs:

@@ -33,6 +33,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
@@ -54,16 +55,13 @@ class GenericComputePath(OperatorPath):
         counts = {len(present)} | {n for n in ctx.tc_input_counts if n <= len(present)}
         extractions = []
         for n in sorted(counts):
-            found = generic_extraction(
+            extractions.append(unwrap(generic_extraction(
                 ctx.kernel_type,
                 [s.known_shape for s in present[:n]],
                 [s.dtype for s in present[:n]],
                 outputs,
                 ctx.policy.generic_axis,
-            )
-            if isinstance(found, Refusal):
-                return found
-            extractions.append(found)
+            )))
         return extractions
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:

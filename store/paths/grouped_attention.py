@@ -21,6 +21,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.paths.request_grouping import (
     Grouping,
@@ -72,33 +73,21 @@ class GroupedAttentionPath(OperatorPath):
         if len(row.inputs) < needed:
             return refuse(Reason.REQUIRED_FIELD_MISSING,
                           f"row has {len(row.inputs)} inputs; {ctx.kernel_type} needs {needed}")
-        topk = self.row_refusal(row) or self.row_topk(row)
-        if isinstance(topk, Refusal):
-            return topk
-        grouping = check_runtime_topk(row, topk) or row_grouping(row, self.row_request_slots)
-        if isinstance(grouping, Refusal):
-            return grouping
-        found = self.extraction(ctx.kernel_type, row.inputs[ROW_QUERY], row.inputs[ROW_CACHE],
-                                topk, grouping)
-        if isinstance(found, Refusal):
-            return found
-        api_paths = row_api_paths(row, ctx, self.selectors)
-        if isinstance(api_paths, Refusal):
-            return api_paths
+        topk = unwrap(self.row_refusal(row) or self.row_topk(row))
+        grouping = unwrap(check_runtime_topk(row, topk)
+                          or row_grouping(row, self.row_request_slots))
+        found = unwrap(self.extraction(ctx.kernel_type, row.inputs[ROW_QUERY],
+                                       row.inputs[ROW_CACHE], topk, grouping))
+        api_paths = unwrap(row_api_paths(row, ctx, self.selectors))
         return [with_api_path(found, api) for api in api_paths]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        slots = leaf_slots(leaf, self.leaf_tensors)
-        if isinstance(slots, Refusal):
-            return slots
-        topk = self.target_topk(leaf, slots)
-        if isinstance(topk, Refusal):
-            return topk
-        grouping = target_grouping(leaf.context, arg_request_counts(leaf, self.leaf_sequence_args))
-        if isinstance(grouping, Refusal):
-            return grouping
-        found = self.extraction(ctx.kernel_type, slots[0], slots[1], topk, grouping)
-        return found if isinstance(found, Refusal) else with_api_path(found, target_api_path(ctx))
+        slots = unwrap(leaf_slots(leaf, self.leaf_tensors))
+        topk = unwrap(self.target_topk(leaf, slots))
+        counts = arg_request_counts(leaf, self.leaf_sequence_args)
+        grouping = unwrap(target_grouping(leaf.context, counts))
+        found = unwrap(self.extraction(ctx.kernel_type, slots[0], slots[1], topk, grouping))
+        return with_api_path(found, target_api_path(ctx))
 
     def describe(self, extraction: Extraction) -> dict[str, Any]:
         return describe_attention(extraction)

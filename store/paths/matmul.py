@@ -40,6 +40,7 @@ from profstore.paths.base import (
     TargetContext,
     refuse,
     target_operand,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow, Slot
@@ -176,12 +177,9 @@ def implied_output(activation: Operand, weight: Operand) -> Operand:
 def matmul_extraction(kernel: str, call: MatrixCall | Refusal,
                       **extra: Any) -> Extraction | Refusal:
     """The MatMul regime (plus ``extra`` fields) and M/K/N of a call."""
-    if isinstance(call, Refusal):
-        return call
-    axes = matrix_axes(call)
-    if isinstance(axes, Refusal):
-        return axes
-    return Extraction({**matmul_regime(kernel, call, axes), **extra}, axes.coordinate)
+    matrix = unwrap(call)
+    axes = unwrap(matrix_axes(matrix))
+    return Extraction({**matmul_regime(kernel, matrix, axes), **extra}, axes.coordinate)
 
 
 class MatMulPath(OperatorPath):
@@ -197,7 +195,7 @@ class MatMulPath(OperatorPath):
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         found = matmul_extraction(ctx.kernel_type, row_call(row),
                                   input_count=len(row.present_inputs()))
-        return found if isinstance(found, Refusal) else [found]
+        return [unwrap(found)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
         return matmul_extraction(ctx.kernel_type, target_call(leaf, ctx, infer_output=True),

@@ -36,6 +36,7 @@ from profstore.paths.base import (
     TargetContext,
     refuse,
     target_operand,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
@@ -61,7 +62,7 @@ class MlaCacheUpdatePath(OperatorPath):
                           "row lacks one of its three inputs (cache, index, update)")
         operands = [Operand(s.known_shape, s.dtype, s.format) for s in row.inputs[:3]]
         found = mla_extraction(ctx.kernel_type, *operands)
-        return found if isinstance(found, Refusal) else [found]
+        return [unwrap(found)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
         tensors = normalize_target_inputs(ctx.kernel_type, leaf.tensor_inputs())

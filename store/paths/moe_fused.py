@@ -33,6 +33,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow, Slot
@@ -91,15 +92,11 @@ class MoeFusedPath(OperatorPath):
     owns_exact = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
-        fields = row_fields(row)
-        if isinstance(fields, Refusal):
-            return fields
+        fields = unwrap(row_fields(row))
         return [dfc_extraction(ctx.kernel_type, fields)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        fields = target_fields(leaf)
-        if isinstance(fields, Refusal):
-            return fields
+        fields = unwrap(target_fields(leaf))
         found = dfc_extraction(ctx.kernel_type, fields)
         return DfcTarget(found.regime, found.axes, embedded=embedded_kernels(ctx.entry.raw))
 
@@ -156,12 +153,8 @@ def row_fields(row: CsvRow) -> DfcFields | Refusal:
     if len(x.known_shape) < 2 or not indices.known_shape:
         return refuse(Reason.TARGET_UNAVAILABLE,
                       f"activation {x.shape} or expert indices {indices.shape} has no token rows")
-    subtype = row_subtype(x.dtype, gmm1.dtype, gmm2.dtype)
-    if isinstance(subtype, Refusal):
-        return subtype
-    ep_size = row_ep_size(row)
-    if isinstance(ep_size, Refusal):
-        return ep_size
+    subtype = unwrap(row_subtype(x.dtype, gmm1.dtype, gmm2.dtype))
+    ep_size = unwrap(row_ep_size(row))
     return DfcFields(subtype, x.known_shape, x.dtype, x.format, _slot_weight(gmm1),
                      _slot_weight(gmm2), indices.known_shape[-1], ep_size)
 

@@ -27,6 +27,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.paths.matmul import (
     MATMUL_AXES,
@@ -82,18 +83,14 @@ class QuantizedMatmulPath(OperatorPath):
     kernels = frozenset({"QuantBatchMatmulV3"})
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
-        call = row_call(row)
-        if isinstance(call, Refusal):
-            return call
+        call = unwrap(row_call(row))
         outputs = [Operand(s.known_shape, s.dtype, s.format or "ND") for s in row.present_outputs()]
         found = quant_extraction(ctx.kernel_type, call, outputs,
                                  subtype_of_weight(call.weight.dtype))
-        return found if isinstance(found, Refusal) else [found]
+        return [unwrap(found)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        call = target_call(leaf, ctx)
-        if isinstance(call, Refusal):
-            return call
+        call = unwrap(target_call(leaf, ctx))
         try:
             outputs = [Operand(o.shape, to_profiler_dtype(o.dtype), o.format or "ND")
                        for o in leaf.outputs]

@@ -35,6 +35,7 @@ from profstore.paths.base import (
     TargetContext,
     refuse,
     target_operand,
+    unwrap,
 )
 from profstore.paths.matmul import operand_format
 from profstore.result import Reason
@@ -152,16 +153,12 @@ class ComputeScalePath(OperatorPath):
     kernels = frozenset({"DynamicQuant", "DynamicBlockQuant"})
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
-        call = row_quant_call(row, ctx.kernel_type)
-        if isinstance(call, Refusal):
-            return call
+        call = unwrap(row_quant_call(row, ctx.kernel_type))
         found = scale_extraction(ctx.kernel_type, call)
-        return found if isinstance(found, Refusal) else [found]
+        return [unwrap(found)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        call = target_quant_call(leaf, ctx)
-        if isinstance(call, Refusal):
-            return call
+        call = unwrap(target_quant_call(leaf, ctx))
         return scale_extraction(ctx.kernel_type, call)
 
     def describe(self, extraction: Extraction) -> dict[str, Any]:

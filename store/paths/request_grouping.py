@@ -25,7 +25,7 @@ from typing import Any
 
 from profstore.dtypes import to_profiler_dtype
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse
+from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse, unwrap
 from profstore.result import Reason
 from profstore.rows import CsvRow, Slot
 from profstore.shapes import Shape
@@ -122,17 +122,13 @@ def row_grouping(row: CsvRow, request_slots: Sequence[int]) -> Grouping | Refusa
         return refuse(Reason.REQUIRED_FIELD_MISSING,
                       f"Runtime metadata_completeness is {completeness!r}, not {COMPLETE!r}",
                       metadata_completeness=completeness)
-    count = _row_request_count(row, request_slots)
-    if isinstance(count, Refusal):
-        return count
+    count = unwrap(_row_request_count(row, request_slots))
     phase = row.extra("Runtime phase")
     if not phase:
         return refuse(Reason.REQUIRED_FIELD_MISSING, "row has no Runtime phase")
     if phase not in PHASES:
         return refuse(Reason.TARGET_UNAVAILABLE, f"Runtime phase {phase!r} is not one of {PHASES}")
-    lengths = _row_lengths(row, count)
-    if isinstance(lengths, Refusal):
-        return lengths
+    lengths = unwrap(_row_lengths(row, count))
     query_lens, kv_lens = lengths
     if query_lens is not None and kv_lens is not None:
         derived = phase_from_lengths(query_lens, kv_lens)
@@ -238,12 +234,8 @@ def target_grouping(context: LeafContext, arg_counts: Mapping[str, int]) -> Grou
                       "the leaf does not say how many requests it serves "
                       "(context.num_requests or per-request sequence arguments)",
                       missing="num_requests")
-    count = _one_count(counts, Reason.TARGET_UNAVAILABLE)
-    if isinstance(count, Refusal):
-        return count
-    phase = _target_phase(context)
-    if isinstance(phase, Refusal):
-        return phase
+    count = unwrap(_one_count(counts, Reason.TARGET_UNAVAILABLE))
+    phase = unwrap(_target_phase(context))
     return Grouping(count, phase, context.kv_lens)
 
 

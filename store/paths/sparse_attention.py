@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from profstore.leaf import LeafOp
-from profstore.paths.base import Extraction, Refusal, refuse
+from profstore.paths.base import Extraction, Refusal, refuse, unwrap
 from profstore.paths.grouped_attention import GroupedAttentionPath
 from profstore.paths.request_grouping import (
     Grouping,
@@ -68,9 +68,7 @@ class SparseSharedKVPath(GroupedAttentionPath):
 
     def extraction(self, kernel: str, query: Slot, cache: Slot, topk: int,
                    grouping: Grouping) -> Extraction | Refusal:
-        flat = flatten_query(query.shape, "query")
-        if isinstance(flat, Refusal):
-            return flat
+        flat = unwrap(flatten_query(query.shape, "query"))
         if not cache.shape:
             return refuse(Reason.TARGET_UNAVAILABLE,
                           f"KV cache must be a tensor of rank >= 1, got {cache.shape}")
