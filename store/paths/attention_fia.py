@@ -63,6 +63,7 @@ from profstore.paths.base import (
     RowContext,
     TargetContext,
     refuse,
+    unwrap,
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow, Slot
@@ -144,15 +145,11 @@ class FusedInferAttentionPath(OperatorPath):
     specialized_base = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
-        facts = row_facts(row)
-        if isinstance(facts, Refusal):
-            return facts
+        facts = unwrap(row_facts(row))
         return [attention_extraction(ctx.kernel_type, facts)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
-        facts = target_facts(leaf)
-        if isinstance(facts, Refusal):
-            return facts
+        facts = unwrap(target_facts(leaf))
         return attention_extraction(ctx.kernel_type,
                                     replace(facts, quant_mode=target_quant_mode(leaf, ctx)))
 
@@ -180,9 +177,7 @@ def row_facts(row: CsvRow) -> AttentionFacts | Refusal:
     if seq is None or not math.isfinite(seq) or seq <= 0:
         return refuse(Reason.REQUIRED_FIELD_MISSING,
                       f"sequence length not recorded (avg_seq_len={seq})")
-    layout = _row_layout(row, q.shape)
-    if isinstance(layout, Refusal):
-        return layout
+    layout = unwrap(_row_layout(row, q.shape))
     return _row_facts(row, q, key, layout, seq_value(seq))
 
 
@@ -282,12 +277,8 @@ def target_facts(leaf: LeafOp) -> AttentionFacts | Refusal:
     q, key = leaf.arg(Q_ARG), leaf.arg(KEY_ARG)
     if not isinstance(q, TensorSpec) or not isinstance(key, TensorSpec):
         return refuse(Reason.TARGET_UNAVAILABLE, "attention needs query and key tensors")
-    lens = _seq_lens(leaf)
-    if isinstance(lens, Refusal):
-        return lens
-    shape = _query_layout(q.shape, key.shape)
-    if isinstance(shape, Refusal):
-        return shape
+    lens = unwrap(_seq_lens(leaf))
+    shape = unwrap(_query_layout(q.shape, key.shape))
     heads, head_dim, layout = shape
     try:
         dtypes = to_profiler_dtype(q.dtype), to_profiler_dtype(key.dtype)
