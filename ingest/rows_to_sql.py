@@ -163,12 +163,13 @@ class RowWriter:
     def _regime(self, kernel: str, path: str, extraction: Extraction) -> tuple[int, str]:
         """The id and key of the extraction's regime, written on its first point."""
         values = self.regimes(extraction)
-        key = (kernel, path, values[0])
+        regime_key = str(values[0])
+        key = (kernel, path, regime_key)
         found = self._regime_ids.get(key)
         if found is None:
             found = self._regime_ids[key] = self._take_id("regime")
             self._add(t.regime, (found, self.profile_id, kernel, path, *values))
-        return found, str(values[0])
+        return found, regime_key
 
     def _rejects(self, file_id: int | None, name: str, rejected: Iterable[Rejected]) -> None:
         for r in rejected:
