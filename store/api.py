@@ -23,13 +23,13 @@ from profstore.db import (
 from profstore.exact import BaseExact
 from profstore.format_inference import FormatInference
 from profstore.formats import FormatPolicy
-from profstore.geometry import TriangulationCache
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import VersionMapping, merge_overlay
 from profstore.path_lookup import PathRunner
 from profstore.provenance import row_input_shapes
 from profstore.result import QueryResult, Reason
+from profstore.simplex import TriangulationCache
 from profstore.snapshot import Generation, Generations, SnapshotEngine
 from profstore.versions import find_profile
 from profstore.wrapper import Dispatcher, LookupOptions, Profile

@@ -9,7 +9,6 @@ e.g. ``args[2][0].shape: dimension -3 is negative``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
@@ -18,7 +17,7 @@ from typing import Any, TypeAlias
 from profstore.bounds import bounded_int, bounded_numel, check_nesting, load_json, valid_text
 from profstore.dtypes import canonical_torch_dtype
 
-__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "parse_shape_text"]
+__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec"]
 
 _OPS_PREFIX = "torch.ops."
 _TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})
@@ -393,32 +392,3 @@ class LeafOp:
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
         """Tensors among the positional args, in order, lists flattened; non-tensors skipped."""
         return tuple(tensor for value in self.args for tensor in _walk_tensors(value))
-
-
-_SHAPE_TEXT = re.compile(r"^\s*(?:\((?P<paren>.*)\)|\[(?P<bracket>.*)\]|(?P<bare>[^()\[\]]*))\s*$")
-
-
-def parse_shape_text(text: str) -> tuple[int, ...]:
-    """Parse a shape written as text: ``"(2, 4, 7168)"``, ``"[2,4]"``, ``"()"``, ``"2,4"``.
-
-    A single trailing comma is allowed (``"(16,)"``); empty brackets are a scalar.
-    Anything else (negative or non-integer dimensions, stray brackets, empty text)
-    raises ``ValueError``.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"shape text must be a string, got {text!r}")
-    match = _SHAPE_TEXT.match(text)
-    if match is None:
-        raise ValueError(f"invalid shape text {text!r}")
-    body = next(group for group in match.groups() if group is not None)
-    if not body.strip():
-        if match.group("bare") is not None:
-            raise ValueError(f"invalid shape text {text!r}: empty")
-        return ()
-    parts = [part.strip() for part in body.split(",")]
-    if len(parts) > 1 and parts[-1] == "":
-        parts.pop()
-    for part in parts:
-        if not re.fullmatch(r"[0-9]+", part):
-            raise ValueError(f"invalid shape text {text!r}: dimension {part!r}")
-    return tuple(int(part) for part in parts)

@@ -12,19 +12,14 @@ import numpy as np
 from profstore.attempt import Attempt
 from profstore.candidates import CandidateQueries, MeasuredRow, RegimeSlice
 from profstore.duplicates import merge_coordinate
-from profstore.geometry import (
-    Diagnostic,
-    GeometryResult,
-    TriangulationCache,
-    interpolate_1d,
-    interpolate_simplex,
-)
+from profstore.geometry import Diagnostic, GeometryResult, interpolate_1d
 from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
 from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific
+from profstore.simplex import TriangulationCache, interpolate_simplex
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
 DIAGNOSTIC_REASON = {

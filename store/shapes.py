@@ -119,3 +119,32 @@ def _tuple_text(shape: Shape) -> str:
 
 def shapes_text(shapes: Iterable[Shape | None]) -> str:
     return ";".join(shape_text(s) for s in shapes)
+
+
+_SHAPE_TEXT = re.compile(r"^\s*(?:\((?P<paren>.*)\)|\[(?P<bracket>.*)\]|(?P<bare>[^()\[\]]*))\s*$")
+
+
+def parse_shape_text(text: str) -> tuple[int, ...]:
+    """Parse a shape written as text: ``"(2, 4, 7168)"``, ``"[2,4]"``, ``"()"``, ``"2,4"``.
+
+    A single trailing comma is allowed (``"(16,)"``); empty brackets are a scalar.
+    Anything else (negative or non-integer dimensions, stray brackets, empty text)
+    raises ``ValueError``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"shape text must be a string, got {text!r}")
+    match = _SHAPE_TEXT.match(text)
+    if match is None:
+        raise ValueError(f"invalid shape text {text!r}")
+    body = next(group for group in match.groups() if group is not None)
+    if not body.strip():
+        if match.group("bare") is not None:
+            raise ValueError(f"invalid shape text {text!r}: empty")
+        return ()
+    parts = [part.strip() for part in body.split(",")]
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    for part in parts:
+        if not re.fullmatch(r"[0-9]+", part):
+            raise ValueError(f"invalid shape text {text!r}: dimension {part!r}")
+    return tuple(int(part) for part in parts)

@@ -92,6 +92,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the regime with the most points)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
     p.set_defaults(handler=plot)
+    _register_bench(subparsers)
+
+
+def _register_bench(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
     p.add_argument("--root", type=Path, default=benchmod.DEFAULT_ROOT, metavar="DIR")
     p.add_argument("--json", metavar="FILE", help="write the measurements here")

@@ -27,11 +27,11 @@ from profstore.api import Store
 from profstore.candidates import MeasuredRow
 from profstore.duplicates import merge_coordinate
 from profstore.evaluation.holdout_comm import CommStats, communication_holdout
-from profstore.geometry import affine_rank
 from profstore.latency import column_rank
 from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
+from profstore.simplex import affine_rank
 from profstore.wrapper import Profile
 from sqlalchemy import select
 

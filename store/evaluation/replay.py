@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
-from profstore.leaf import LeafContext, LeafOp, TensorSpec, parse_shape_text
+from profstore.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.result import QueryResult, Reason
+from profstore.shapes import parse_shape_text
 
 SOURCES = ("MEASURED", "INTERPOLATED", "PARTIAL", "miss")
 ZERO_METHODS = ("zero_cost", "accepted_miss")

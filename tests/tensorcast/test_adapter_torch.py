@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
 from tests.conftest import requires_perfdb
+from tests.support.prerequisites import require
 from tests.tensorcast.test_adapter import CASES, CONTEXT, EXPECTED, FakeOp, mm, with_aliases
 
-torch = pytest.importorskip("torch", reason="torch is an optional extra (profstore[torch])")
+require(importlib.util.find_spec("torch") is not None,
+        "torch (pip install -e '.[tensorcast]'; ./dev.sh installs it)")
+import torch  # noqa: E402 - only once the prerequisite check passed
 
 
 class TorchFactory:

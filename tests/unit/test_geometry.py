@@ -8,13 +8,11 @@ import math
 
 import numpy as np
 import pytest
-from profstore.geometry import (
-    Diagnostic,
-    GeometryResult,
+from profstore.geometry import Diagnostic, GeometryResult, interpolate_1d
+from profstore.simplex import (
     Triangulation,
     TriangulationCache,
     affine_rank,
-    interpolate_1d,
     interpolate_simplex,
 )
 
