@@ -211,3 +211,23 @@ def test_element_size_of_unknown_names(bad: str) -> None:
 def test_translation_preserves_element_size(torch_name: str) -> None:
     # float16 maps to a 2-byte profiler type either way; the packed fp4 pair is the exception.
     assert element_size(to_profiler_dtype(torch_name)) == element_size(torch_name)
+
+
+def test_element_sizes_agree_with_torch_itself():
+    """An independent source for the byte sizes: torch's own ``element_size`` of every
+    dtype both vocabularies know (int4 and packed fp4 have no torch element of their own)."""
+    import importlib.util
+
+    from tests.support.prerequisites import require
+
+    require(importlib.util.find_spec("torch") is not None, "torch (the tensorcast extra)")
+    import torch
+
+    checked = 0
+    for name in TORCH_DTYPES:
+        dtype = getattr(torch, name, None)
+        if not isinstance(dtype, torch.dtype) or name in ("int4", "float4_e2m1fn_x2"):
+            continue
+        assert element_size(name) == torch.empty(0, dtype=dtype).element_size(), name
+        checked += 1
+    assert checked >= 12
