@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,19 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_page(browser: Any, url: str) -> None:
+    """``browser.get`` that survives ChromeDriver's spurious renderer time-out.
+
+    Headless Chromium here sometimes answers a navigation right after another with
+    "Timed out receiving message from renderer: -0.00x" (a negative remaining budget, not
+    a slow page); the page itself is fine. One retry from a blank page absorbs that; a page
+    that really does not load fails the second time."""
+    from selenium.common.exceptions import TimeoutException
+
+    try:
+        browser.get(url)
+    except TimeoutException:
+        browser.get("about:blank")
+        browser.get(url)
