@@ -21,7 +21,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -52,10 +51,15 @@ class Served:
 
 
 def start_server(db: Path) -> tuple[subprocess.Popen, str]:
-    """Start ``profstore serve`` on a free port; returns the process and its URL."""
+    """Start ``profstore serve`` on a free port; returns the process and its URL.
+
+    The server's log goes to a file beside the database and its stdout is drained after
+    the first line: an unread pipe fills up with per-request log lines and then blocks
+    the server mid-response (a page that never loads)."""
+    log = (db.parent / "serve.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "profstore", "serve", "--db", str(db), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=log, text=True)
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(process.stdout.readline()),
                               daemon=True)
@@ -64,8 +68,11 @@ def start_server(db: Path) -> tuple[subprocess.Popen, str]:
     line = first[0] if first else ""
     if " at http://" not in line:
         process.kill()
-        _, err = process.communicate(timeout=10)
+        process.wait(timeout=10)
+        log.close()
+        err = (db.parent / "serve.log").read_text()
         raise AssertionError(f"profstore serve did not start: {line!r} {err[-2000:]}")
+    threading.Thread(target=process.stdout.read, daemon=True).start()
     return process, line.rsplit(" at ", 1)[1].strip()
 
 
@@ -125,19 +132,3 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
-
-
-def open_page(browser: Any, url: str) -> None:
-    """``browser.get`` that survives ChromeDriver's spurious renderer time-out.
-
-    Headless Chromium here sometimes answers a navigation right after another with
-    "Timed out receiving message from renderer: -0.00x" (a negative remaining budget, not
-    a slow page); the page itself is fine. One retry from a blank page absorbs that; a page
-    that really does not load fails the second time."""
-    from selenium.common.exceptions import TimeoutException
-
-    try:
-        browser.get(url)
-    except TimeoutException:
-        browser.get("about:blank")
-        browser.get(url)

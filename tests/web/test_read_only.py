@@ -9,8 +9,6 @@ import urllib.parse
 
 import pytest
 
-from tests.web.conftest import open_page
-
 pytestmark = pytest.mark.sqlite_only
 
 
@@ -38,14 +36,14 @@ def test_writes_through_the_web_view_change_nothing(browser, served, screenshots
          "You can only execute one statement at a time"),
     ]
     for number, (sql, message) in enumerate(attempts):
-        open_page(browser, f"{served.url}{served.database}?sql={urllib.parse.quote(sql)}")
+        browser.get(f"{served.url}{served.database}?sql={urllib.parse.quote(sql)}")
         browser.save_screenshot(str(screenshots / f"write_attempt_{number}.png"))
         shown = browser.find_element("css selector", "section.content").text
         assert message in shown, sql
         assert not browser.find_elements("css selector", "table.rows-and-columns"), sql
     assert digest(served.path) == before
     assert not attached.exists() and not copied.exists()
-    open_page(browser, f"{served.url}{served.database}?sql="
-              + urllib.parse.quote("select count(*) as n from profile_set where alias = "
+    browser.get(f"{served.url}{served.database}?sql="
+                + urllib.parse.quote("select count(*) as n from profile_set where alias = "
                                      "'intruder'"))
     assert browser.find_element("css selector", "td.col-n").text == "0"
