@@ -18,6 +18,7 @@ from profstore.ingest.bulk import bulk_insert
 from profstore.ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from profstore.ingest.hccl import CommReadout
 from profstore.mapping import VersionMapping
+from profstore.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack
 from profstore.paths.base import Extraction, Refusal, RowContext
 from profstore.paths.registry import ingest_paths, selector_of, tc_input_counts
 from profstore.schema import SQL_INT_MAX
@@ -30,14 +31,12 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                     "rows_read", "rows_accepted", "rows_rejected", "refusal"),
     "sample": ("id", "profile_id", "kernel_file_id", "kernel_type", "line_no", "raw_text",
                "input_shapes", "input_dtypes", "input_formats", "output_shapes",
-               "output_dtypes", "output_formats", "latencies", "extras", "latency_us",
-               "latency_column"),
-    "sample_key": ("profile_id", "sample_id", "kernel_type", "exact_key", "latency_us",
-                   "latency_column"),
+               "output_dtypes", "output_formats", "latencies_packed", "extras_packed",
+               "latency_us", "latency_column"),
+    "sample_key": ("kernel_file_id", "exact_key", "sample_id", "profile_id", "id"),
     "regime": ("id", "profile_id", "kernel_type", "path", "regime_key", *t.REGIME_COLUMNS),
-    "sample_point": ("profile_id", "regime_id", "sample_id", "kernel_type", "path",
-                     "regime_key", "semantic_key", "axis_0", "axis_1", "axis_2", "latency_us",
-                     "latency_column"),
+    "sample_point": ("profile_id", "regime_id", "sample_id", "semantic_key", "axis_0", "axis_1",
+                     "axis_2"),
     "path_refusal": ("profile_id", "sample_id", "kernel_type", "path", "reason"),
     "rejected_row": ("profile_id", "kernel_file_id", "file_name", "line_no", "raw_text",
                      "reason_code", "reason"),
@@ -45,12 +44,21 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                     "message_bytes", "num_devices", "dtype", "topology_tier", "latency_us",
                     "bandwidth_gbps"),
 }
+LEGACY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "sample": (*COLUMNS["sample"][:12], "latencies", "extras", "latency_us", "latency_column"),
+    "sample_key": ("profile_id", "sample_id", "kernel_type", "exact_key", "latency_us",
+                   "latency_column"),
+    "sample_point": ("profile_id", "regime_id", "sample_id", "kernel_type", "path",
+                     "regime_key", "semantic_key", "axis_0", "axis_1", "axis_2", "latency_us",
+                     "latency_column"),
+}
+"""Tables as revision 0004 made them (JSON text, keys and points with their latency): a
+database not yet migrated is written in its own layout."""
 WIDE_POINT_COLUMNS = ("profile_id", "sample_id", "kernel_type", "path", "regime_key",
                       *t.REGIME_COLUMNS, "semantic_key", "axis_0", "axis_1", "axis_2",
                       "latency_us", "latency_column")
-"""``sample_point`` as revisions 0001-0003 made it, with the regime's columns on every point
-(a database not yet migrated to 0004 is written in its own layout)."""
-FLUSH_ORDER = (t.kernel_file, t.sample, t.sample_key, t.regime, t.point, t.path_refusal,
+"""``sample_point`` as revisions 0001-0003 made it, with the regime's columns on every point."""
+FLUSH_ORDER = (t.kernel_file, t.sample_table, t.key_table, t.regime, t.point, t.path_refusal,
                t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
 SAMPLE_CELLS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
                 "Output Data Types", "Output Formats")
@@ -64,15 +72,21 @@ class RowWriter:
         self.profile_id = profile_id
         self.buffers: dict[str, list[tuple]] = {}
         self.dicts: dict[str, list[dict]] = {}
-        self.keys: StrippedKeyPlanner[tuple[int, float, str]] = StrippedKeyPlanner()
+        self.keys: StrippedKeyPlanner[tuple[int, float, str, int]] = StrippedKeyPlanner()
         self.regimes = RegimeMemo()
-        self.wide_points = not inspect(conn).has_table(t.regime.name)
+        inspector = inspect(conn)
+        self.wide_points = not inspector.has_table(t.regime.name)
+        self.legacy = self.wide_points or "latencies" in {
+            c["name"] for c in inspector.get_columns(t.sample_table.name)}
+        """A database before 0005: JSON text, and keys and points with their latency."""
         self._regime_ids = {} if self.wide_points else _existing_regimes(conn, profile_id)
         self._next_id = {
-            name: (conn.execute(select(func.max(table.c.id))).scalar() or 0) + 1
-            for name, table in (("kernel_file", t.kernel_file), ("sample", t.sample),
-                                ("regime", t.regime))
-            if name != "regime" or not self.wide_points
+            name: (conn.execute(select(func.max(column))).scalar() or 0) + 1
+            for name, column in (("kernel_file", t.kernel_file.c.id),
+                                 ("sample", t.sample_table.c.id), ("regime", t.regime.c.id),
+                                 ("sample_key", t.key_table.c.id))
+            if (name != "regime" or not self.wide_points)
+            and (name != "sample_key" or not self.legacy)
         }
 
     def _take_id(self, name: str) -> int:
@@ -83,13 +97,20 @@ class RowWriter:
     def _add(self, table: Table, row: tuple) -> None:
         self.buffers.setdefault(table.name, []).append(row)
 
+    def _columns(self, table: Table) -> tuple[str, ...]:
+        if table is t.point and self.wide_points:
+            return WIDE_POINT_COLUMNS
+        if self.legacy and table.name in LEGACY_COLUMNS:
+            return LEGACY_COLUMNS[table.name]
+        return COLUMNS[table.name]
+
     def flush(self) -> None:
         for table in FLUSH_ORDER:
             rows = self.buffers.pop(table.name, None)
             if rows:
-                columns = (WIDE_POINT_COLUMNS if table is t.point and self.wide_points
-                           else COLUMNS[table.name])
-                bulk_insert(self.conn, table, columns, rows)
+                if table is t.key_table and not self.legacy:
+                    rows.sort()  # primary-key order: appended to the b-tree, pages stay full
+                bulk_insert(self.conn, table, self._columns(table), rows)
             records = self.dicts.pop(table.name, None)
             if records:
                 self.conn.execute(insert(table), records)
@@ -125,21 +146,31 @@ class RowWriter:
         row, cells = accepted.row, accepted.cells
         sample_id = self._take_id("sample")
         latency, column = row.latency_us, row.latency_column
-        self._add(t.sample, (
+        latencies = latencies_json(accepted.latencies)
+        extras = json.dumps(dict(row.extras)) if row.extras else "{}"
+        if not self.legacy:
+            latencies = pack(latencies, LATENCY_NAMES)
+            extras = pack(extras, EXTRA_NAMES) if row.extras else extras
+        self._add(t.sample_table, (
             sample_id, self.profile_id, file_id, kernel, row.line_no, accepted.raw_text,
-            *(cells[c] for c in SAMPLE_CELLS),
-            latencies_json(accepted.latencies),
-            json.dumps(dict(row.extras)) if row.extras else "{}",
-            latency, column,
+            *(cells[c] for c in SAMPLE_CELLS), latencies, extras, latency, column,
         ))
-        keys, released = self.keys.admit(kernel, prefix_keys(row), (sample_id, latency, column))
-        rows = self.buffers.setdefault(t.sample_key.name, [])
-        rows += [(self.profile_id, sample_id, kernel, key, latency, column)
-                 for key in keys + row_output_keys(row)]
-        rows += [(self.profile_id, held[0], kernel, key, held[1], held[2])
-                 for key, held in released]
+        held = (sample_id, latency, column, file_id)
+        keys, released = self.keys.admit(kernel, prefix_keys(row), held)
+        self._keys(kernel, [(key, *held) for key in keys + row_output_keys(row)])
+        self._keys(kernel, [(key, *earlier) for key, earlier in released])
         for path in paths:
             self._points(sample_id, kernel, path, row, ctx)
+
+    def _keys(self, kernel: str, keys: list[tuple[str, int, float, str, int]]) -> None:
+        """Key rows from (key, sample id, latency, latency column, file id)."""
+        rows = self.buffers.setdefault(t.key_table.name, [])
+        if self.legacy:
+            rows += [(self.profile_id, sample_id, kernel, key, latency, column)
+                     for key, sample_id, latency, column, _ in keys]
+            return
+        for key, sample_id, _, _, file_id in keys:
+            rows.append((file_id, key, sample_id, self.profile_id, self._take_id("sample_key")))
 
     def _points(self, sample_id: int, kernel: str, path, row, ctx: RowContext) -> None:
         outcome = path.row_regime(row, ctx)
@@ -155,10 +186,13 @@ class RowWriter:
                     extraction.semantic, *axes, row.latency_us, row.latency_column))
                 continue
             regime_id, regime_key = self._regime(kernel, path.name, extraction)
-            self._add(t.point, (
-                self.profile_id, regime_id, sample_id, kernel, path.name, regime_key,
-                extraction.semantic, *axes, row.latency_us, row.latency_column,
-            ))
+            if self.legacy:
+                self._add(t.point, (
+                    self.profile_id, regime_id, sample_id, kernel, path.name, regime_key,
+                    extraction.semantic, *axes, row.latency_us, row.latency_column))
+                continue
+            self._add(t.point, (self.profile_id, regime_id, sample_id, extraction.semantic,
+                                *axes))
 
     def _regime(self, kernel: str, path: str, extraction: Extraction) -> tuple[int, str]:
         """The id and key of the extraction's regime, written on its first point."""

@@ -1,7 +1,8 @@
 """SQL for the hot queries: exact keys, exact coordinates, and a regime's points.
 
 Every query names the profile, kernel and (for points) path and regime key, so each
-is a range scan of one of the covering indexes in ``store.schema``. A regime's
+is a range scan of an index or primary key in ``store.schema`` (keys: the kernel's file,
+then the key; points: the regime, then its coordinate index), then its samples by id. A regime's
 points are cached as numpy arrays (bounded LRU): interpolation, duplicate handling
 and hold-out exclusion work on that slice without going back to the database.
 """
@@ -60,33 +61,37 @@ class RegimeSlice:
 
 
 def _point_select():
-    p = t.point.c
+    p, s = t.point.c, t.sample_table.c
     return (
-        select(p.sample_id, p.latency_us, p.latency_column, t.sample.c.line_no,
+        select(p.sample_id, s.latency_us, s.latency_column, s.line_no,
                t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
         .select_from(t.point)
         .join(t.regime, t.regime.c.id == p.regime_id)
-        .join(t.sample, t.sample.c.id == p.sample_id)
-        .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
+        .join(t.sample_table, s.id == p.sample_id)
+        .join(t.kernel_file, t.kernel_file.c.id == s.kernel_file_id)
     )
 
 
 _P = t.point.c
 _G = t.regime.c
-_K = t.sample_key.c
+_K = t.key_table.c
+_S = t.sample_table.c
 _KERNEL_PRESENT = Statement(select(t.kernel_file.c.id).where(
     t.kernel_file.c.profile_id == bindparam("profile"),
     t.kernel_file.c.kernel_type == bindparam("kernel"),
 ).limit(1))
-_KEY_COLUMNS = (_K.sample_id, _K.latency_us, _K.latency_column, t.sample.c.line_no,
+_KEY_COLUMNS = (_K.sample_id, _S.latency_us, _S.latency_column, _S.line_no,
                 t.kernel_file.c.file_name)
 _KEY_JOIN = (
     select(*_KEY_COLUMNS)
-    .join(t.sample, t.sample.c.id == _K.sample_id)
-    .join(t.kernel_file, t.kernel_file.c.id == t.sample.c.kernel_file_id)
-    .where(_K.profile_id == bindparam("profile"), _K.kernel_type == bindparam("kernel"))
+    .select_from(t.kernel_file)
+    .join(t.key_table, _K.kernel_file_id == t.kernel_file.c.id)
+    .join(t.sample_table, _S.id == _K.sample_id)
+    .where(t.kernel_file.c.profile_id == bindparam("profile"),
+           t.kernel_file.c.kernel_type == bindparam("kernel"))
 )
-_EXACT_KEY = Statement(_KEY_JOIN.where(_K.exact_key == bindparam("key")))
+_EXACT_KEY = Statement(_KEY_JOIN.where(_K.exact_key == bindparam("key"))
+                       .order_by(_S.latency_column, _S.latency_us, _K.sample_id))
 _OUTPUT_SHAPE = Statement(
     _KEY_JOIN.add_columns(_K.exact_key)
     .where(_K.exact_key >= bindparam("low"), _K.exact_key < bindparam("high"))
@@ -96,10 +101,12 @@ _REGIME_SLICE_SELECT = _point_select().where(
     _G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
     _G.path == bindparam("path"), _G.regime_key == bindparam("regime"),
 )
-_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT)
+_POINT_ORDER = (*AXIS_COLUMNS, _S.latency_column, _S.latency_us, _P.id)
+"""The order the coordinate index gave before 0005 (it then held the latency too)."""
+_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT.order_by(*_POINT_ORDER))
 _POINTS_AT = tuple(
     Statement(_REGIME_SLICE_SELECT.where(
-        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
+        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]).order_by(*_POINT_ORDER))
     for n in range(4)
 )
 _REGIME_STATS = Statement(

@@ -93,6 +93,12 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     return engine
 
 
+SQLITE_PAGE_SIZE = 16384
+"""Page size of a new SQLite file (an existing one keeps its own). A sample row is about a
+kilobyte with its raw text: on 4 KiB pages a fifth of the table was the unused tail of
+pages and overflow chains; on v0.18 16 KiB pages took ``sample`` from 28.6 to 25.3 MB."""
+
+
 def _sqlite_engine(url: str, read_only: ReadOnly) -> Engine:
     database = make_url(url).database or ""
     if read_only and database not in ("", ":memory:"):
@@ -108,6 +114,7 @@ def _sqlite_engine(url: str, read_only: ReadOnly) -> Engine:
     def _on_connect(dbapi_conn, _record) -> None:
         cursor = dbapi_conn.cursor()
         if not read_only:
+            cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")

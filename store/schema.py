@@ -5,12 +5,17 @@ Layout, from coarse to fine:
 - ``profile_set``: one ingested version directory (vLLM-Ascend version or HCCL set).
 - ``kernel_file``: one CSV of a version, with its row accounting.
 - ``sample``: one accepted CSV data row, raw text kept, with its selected latency.
-- ``sample_key``: the base exact-lookup keys of a sample (input signature prefixes).
+  (``sample_table`` in Core; ``sample`` in Core reads ``latencies`` / ``extras`` as JSON.)
+- ``sample_key``: the base exact-lookup keys of a sample (input signature prefixes), by
+  kernel file. (``key_table`` in Core; ``sample_key`` in Core adds kernel and latency.)
 - ``regime``: one (profile, kernel, path, regime key), with the key's inspection columns.
 - ``sample_point``: one path's interpretation of a sample: its regime (by id) + up to three
   axes. A CSV row can feed several paths (generic compute and a Phase 2 path), so it may
   have several points; each is a row of its own. (``point`` in Core; ``sample_point`` in
-  Core is that table joined with ``regime``, every column the table had before 0004.)
+  Core joins ``regime`` and ``sample``: every column the table had before 0004.)
+
+The Core names of the tables before 0005 (``sample``, ``sample_key``, ``sample_point``)
+are read-only selectables with the old columns; each value is stored once (0005).
 - ``path_refusal``: a sample that one path cannot use, with the reason.
 - ``rejected_row``: a data row that could not become a sample at all, with the reason.
 - ``op_mapping`` / ``interpolation_policy``: the version's op_mapping.yaml, normalised.
@@ -19,6 +24,7 @@ Layout, from coarse to fine:
 
 from __future__ import annotations
 
+from profstore.packed_json import EXTRA_NAMES, LATENCY_NAMES, unpacked
 from sqlalchemy import (
     Boolean,
     Column,
@@ -89,7 +95,7 @@ kernel_file = Table(
     Index("ix_kernel_file_profile_kernel", "profile_id", "kernel_type"),
 )
 
-sample = Table(
+sample_table = Table(
     "sample",
     metadata,
     Column("id", Integer, primary_key=True),
@@ -104,34 +110,57 @@ sample = Table(
     Column("output_shapes", Text, nullable=False),
     Column("output_dtypes", Text, nullable=False),
     Column("output_formats", Text, nullable=False),
-    Column("latencies", Text, nullable=False),
-    Column("extras", Text, nullable=False),
+    Column("latencies_packed", Text, nullable=False),
+    Column("extras_packed", Text, nullable=False),
     Column("latency_us", Float, nullable=False),
     Column("latency_column", Label(64), nullable=False),
     Index("ix_sample_profile_kernel", "profile_id", "kernel_type"),
 )
+"""The ``sample`` table as stored since migration 0005: ``latencies`` and ``extras`` are
+kept packed (``profstore.packed_json``: each known JSON key is one control character)."""
 
-sample_key = Table(
+_S = sample_table.c
+sample = (
+    select(_S.id, _S.profile_id, _S.kernel_file_id, _S.kernel_type, _S.line_no, _S.raw_text,
+           _S.input_shapes, _S.input_dtypes, _S.input_formats, _S.output_shapes,
+           _S.output_dtypes, _S.output_formats,
+           unpacked(_S.latencies_packed, LATENCY_NAMES).label("latencies"),
+           unpacked(_S.extras_packed, EXTRA_NAMES).label("extras"),
+           _S.latency_us, _S.latency_column)
+    .subquery("sample")
+)
+"""Every column ``sample`` had before migration 0005, ``latencies`` and ``extras`` as the
+JSON text ``json.dumps`` wrote, for reading in Core. Writes go to ``sample_table``."""
+
+key_table = Table(
     "sample_key",
     metadata,
-    Column("id", Integer, primary_key=True),
+    Column("kernel_file_id", Integer, ForeignKey("kernel_file.id"), primary_key=True),
+    Column("exact_key", Text, primary_key=True),
+    Column("sample_id", Integer, primary_key=True),
     Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
-    Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
-    Column("kernel_type", Label(128), nullable=False),
-    Column("exact_key", Text, nullable=False),
-    Column("latency_us", Float, nullable=False),
-    Column("latency_column", Label(64), nullable=False),
-    Index(
-        "ix_sample_key_lookup",
-        "profile_id",
-        "kernel_type",
-        "exact_key",
-        "latency_column",
-        "latency_us",
-        "sample_id",
-    ),
-    Index("ix_sample_key_sample", "sample_id"),
+    Column("id", Integer, nullable=False),
+    sqlite_with_rowid=False,
 )
+"""The ``sample_key`` table as stored since migration 0005: the lookup columns are the
+primary key, and on SQLite the table is that key's b-tree (``WITHOUT ROWID``), so each
+key is stored once instead of in a table and again in its covering index. The kernel is
+its file's (``kernel_file`` by profile and kernel, then this key), a key's latency its
+sample's (both were copies). ``sample_id`` has no foreign key: with SQLite's
+``foreign_keys=ON`` (and on PostgreSQL) deleting a sample would search this table by
+sample id, which needs an index as large as the table; the writer adds a sample and its
+keys in one transaction and deletes both by profile."""
+
+_K, _F = key_table.c, kernel_file.c
+sample_key = (
+    select(_K.id, _K.profile_id, _K.sample_id, _F.kernel_type, _K.exact_key, _S.latency_us,
+           _S.latency_column)
+    .select_from(key_table.join(sample_table, _S.id == _K.sample_id)
+                 .join(kernel_file, _F.id == _K.kernel_file_id))
+    .subquery("sample_key")
+)
+"""Every column ``sample_key`` had before migration 0005 (kernel from the file, latency from
+the sample), for reading in Core. Writes go to ``key_table``."""
 
 REGIME_COLUMNS: tuple[str, ...] = (
     "input_count",
@@ -181,34 +210,29 @@ point = Table(
     Column("profile_id", Integer, ForeignKey("profile_set.id"), nullable=False),
     Column("regime_id", Integer, ForeignKey("regime.id"), nullable=False),
     Column("sample_id", Integer, ForeignKey("sample.id"), nullable=False),
-    Column("kernel_type", Label(128), nullable=False),
-    Column("path", Label(48), nullable=False),
-    Column("regime_key", Text, nullable=False),
     Column("semantic_key", Text),
     Column("axis_0", Float),
     Column("axis_1", Float),
     Column("axis_2", Float),
-    Column("latency_us", Float, nullable=False),
-    Column("latency_column", Label(64), nullable=False),
-    Index("ix_sample_point_coordinate", "regime_id", "axis_0", "axis_1", "axis_2",
-          "latency_column", "latency_us"),
+    Index("ix_sample_point_coordinate", "regime_id", "axis_0", "axis_1", "axis_2"),
     Index("ix_sample_point_sample", "sample_id"),
 )
-"""The ``sample_point`` table as stored since migration 0004: a point's regime by id (the
-regime's inspection columns live once in ``regime``), indexed by regime id rather than by
-the regime key's text. It keeps every column the ``regimes`` and ``duplicates`` views read."""
+"""The ``sample_point`` table as stored since migration 0005: a point's regime by id
+(kernel, path, key and inspection columns live once in ``regime``, since 0004) and its
+sample (latency and latency column are the sample's, since 0005)."""
 
+_P, _G = point.c, regime.c
 sample_point = (
-    select(point.c.id, point.c.profile_id, point.c.sample_id, point.c.kernel_type,
-           point.c.path, point.c.regime_key, *[regime.c[name] for name in REGIME_COLUMNS],
-           point.c.semantic_key, point.c.axis_0, point.c.axis_1, point.c.axis_2,
-           point.c.latency_us, point.c.latency_column)
-    .select_from(point.join(regime, regime.c.id == point.c.regime_id))
+    select(_P.id, _P.profile_id, _P.sample_id, _G.kernel_type, _G.path, _G.regime_key,
+           *[_G[name] for name in REGIME_COLUMNS], _P.semantic_key, _P.axis_0, _P.axis_1,
+           _P.axis_2, _S.latency_us, _S.latency_column)
+    .select_from(point.join(regime, _G.id == _P.regime_id)
+                 .join(sample_table, _S.id == _P.sample_id))
     .subquery("sample_point")
 )
 """Every column ``sample_point`` had before migration 0004 (the regime columns joined in
-from ``regime``), for reading in Core: ``t.sample_point.c.ep_size`` as before. Writes go
-to ``point`` and ``regime``."""
+from ``regime``, the latency from ``sample``), for reading in Core:
+``t.sample_point.c.ep_size`` as before. Writes go to ``point`` and ``regime``."""
 
 path_refusal = Table(
     "path_refusal",
@@ -307,35 +331,40 @@ DATA_TABLES = (
     path_refusal,
     point,
     regime,
-    sample_key,
-    sample,
+    key_table,
+    sample_table,
     kernel_file,
 )
 """Every table that hangs off a profile set, children first (the order to delete in)."""
 
 REGIMES_VIEW_SQL = """
 CREATE VIEW regimes AS
-SELECT p.alias AS version, sp.kernel_type, sp.path, sp.regime_key,
+SELECT p.alias AS version, g.kernel_type, g.path, g.regime_key,
        COUNT(*) AS points,
-       COUNT(DISTINCT sp.latency_column) AS latency_columns,
+       COUNT(DISTINCT s.latency_column) AS latency_columns,
        MIN(sp.axis_0) AS axis_0_min, MAX(sp.axis_0) AS axis_0_max,
        MIN(sp.axis_1) AS axis_1_min, MAX(sp.axis_1) AS axis_1_max,
        MIN(sp.axis_2) AS axis_2_min, MAX(sp.axis_2) AS axis_2_max
-FROM sample_point sp JOIN profile_set p ON p.id = sp.profile_id
-GROUP BY p.alias, sp.kernel_type, sp.path, sp.regime_key
+FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
+     JOIN sample s ON s.id = sp.sample_id
+     JOIN profile_set p ON p.id = g.profile_id
+GROUP BY p.alias, g.kernel_type, g.path, g.regime_key
 """
+"""One row per regime (since migration 0005; the same columns as before, read from
+``regime`` and ``sample``; the text before is ``profstore.migrations.legacy_views``)."""
 
 DUPLICATES_VIEW_SQL = """
 CREATE VIEW duplicates AS
 WITH ranked AS (
-  SELECT sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
-         sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column, sp.latency_us, s.line_no,
+  SELECT g.profile_id, g.kernel_type, g.path, g.regime_key,
+         sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column, s.latency_us, s.line_no,
          ROW_NUMBER() OVER w AS rn,
-         COUNT(*) OVER (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
-                        sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column) AS n
-  FROM sample_point sp JOIN sample s ON s.id = sp.sample_id
-  WINDOW w AS (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
-               sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column ORDER BY sp.latency_us)
+         COUNT(*) OVER (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
+                        sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column) AS n
+  FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
+       JOIN sample s ON s.id = sp.sample_id
+  WINDOW w AS (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
+               sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column ORDER BY s.latency_us)
 )
 SELECT p.alias AS version, r.kernel_type, r.path, r.regime_key,
        r.axis_0, r.axis_1, r.axis_2, r.latency_column,

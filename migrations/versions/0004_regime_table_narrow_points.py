@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from profstore.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
+from profstore.migrations.legacy_views import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
 
 revision = '0004'
 down_revision = '0003'

@@ -27,7 +27,7 @@ from profstore.ingest.rows_to_sql import RowWriter
 from profstore.ingest.writer import Row, csv_text
 from sqlalchemy import Connection, Engine, Table, insert, select
 
-COPY_ORDER = (t.kernel_file, t.sample, t.sample_key, t.regime, t.point, t.path_refusal,
+COPY_ORDER = (t.kernel_file, t.sample_table, t.key_table, t.regime, t.point, t.path_refusal,
               t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
 CHUNK = 5000
 

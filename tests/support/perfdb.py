@@ -113,6 +113,14 @@ def new_database(tmp_path: Path, stem: str = "store") -> str:
     return _database_url(name)
 
 
+def new_empty_database() -> str:
+    """The URL of a PostgreSQL database created for this call with no schema at all (to
+    build by an older revision), dropped like ``new_database``'s."""
+    name = _create(None)
+    BACKEND.created.append(name)
+    return _database_url(name)
+
+
 def drop_databases(names: list[str]) -> None:
     """Drop test databases (connections still open are terminated)."""
     for name in list(names):
