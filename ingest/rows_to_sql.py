@@ -146,10 +146,11 @@ class RowWriter:
         row, cells = accepted.row, accepted.cells
         sample_id = self._take_id("sample")
         latency, column = row.latency_us, row.latency_column
-        latencies = latencies_json(accepted.latencies)
         extras = json.dumps(dict(row.extras)) if row.extras else "{}"
-        if not self.legacy:
-            latencies = pack(latencies, LATENCY_NAMES)
+        if self.legacy:
+            latencies = latencies_json(accepted.latencies)
+        else:
+            latencies = latencies_json(accepted.latencies, _PACKED_KEYS)
             extras = pack(extras, EXTRA_NAMES) if row.extras else extras
         self._add(t.sample_table, (
             sample_id, self.profile_id, file_id, kernel, row.line_no, accepted.raw_text,
@@ -248,18 +249,31 @@ def _existing_regimes(conn: Connection, profile_id: int) -> dict[tuple[str, str,
     return {(kernel, path, key): regime_id for kernel, path, key, regime_id in rows}
 
 
-_JSON_KEYS: dict[str, str] = {}
+class _JsonKeys(dict):
+    """``"name": `` of each latency column, as ``json.dumps`` spells it."""
+
+    def __missing__(self, name: str) -> str:
+        self[name] = found = json.dumps(name) + ": "
+        return found
 
 
-def latencies_json(latencies: Mapping[str, float | None]) -> str:
-    """The text ``json.dumps(latencies)`` gives, without the encoder's per-call cost."""
-    parts = []
-    for name, value in latencies.items():
-        key = _JSON_KEYS.get(name)
-        if key is None:
-            key = _JSON_KEYS[name] = json.dumps(name)
-        parts.append(f"{key}: {_json_float(value)}")
-    return "{" + ", ".join(parts) + "}"
+class _PackedKeys(dict):
+    """The same, packed (``profstore.packed_json``): one character for a known column."""
+
+    def __missing__(self, name: str) -> str:
+        self[name] = found = pack(_JSON_KEYS[name], LATENCY_NAMES)
+        return found
+
+
+_JSON_KEYS, _PACKED_KEYS = _JsonKeys(), _PackedKeys()
+
+
+def latencies_json(latencies: Mapping[str, float | None],
+                   keys: Mapping[str, str] = _JSON_KEYS) -> str:
+    """The text ``json.dumps(latencies)`` gives, without the encoder's per-call cost (with
+    ``_PACKED_KEYS``: that text packed, as ``pack`` would make it)."""
+    return "{" + ", ".join([keys[name] + _json_float(value)
+                            for name, value in latencies.items()]) + "}"
 
 
 def _json_float(value: float | None) -> str:
