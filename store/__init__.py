@@ -1,7 +1,7 @@
 """profstore: an indexed SQL store of measured operator latencies.
 
-The public API is importable from the top package; names are resolved on first use so
-that ``import profstore`` (and the CLI's start-up) stays cheap.
+The public API is importable from the top package; names (``__version__`` too) are
+resolved on first use so that ``import profstore`` (and the CLI's start-up) stays cheap.
 
 >>> from profstore import Store, LeafOp
 """
@@ -9,13 +9,7 @@ that ``import profstore`` (and the CLI's start-up) stays cheap.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("profstore")
-except PackageNotFoundError:  # running from a checkout that was never installed
-    __version__ = "0+unknown"
 
 _EXPORTS = {
     "Store": "profstore.api",
@@ -34,17 +28,30 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    __version__: str
     from profstore.api import Store
     from profstore.leaf import LeafContext, LeafOp, TensorSpec
     from profstore.result import QueryResult, QuerySource, Reason
     from profstore.tensorcast import ProfstoreDataSource
 
 
+def _installed_version() -> str:
+    """The distribution's version; read on first use (importlib.metadata costs tens of ms)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("profstore")
+    except PackageNotFoundError:  # running from a checkout that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name == "__version__":
+        value: Any = _installed_version()
+    elif name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+    else:
         raise AttributeError(f"module 'profstore' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

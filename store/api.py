@@ -6,34 +6,21 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from profstore import schema as t
-from profstore.candidates import CandidateQueries
-from profstore.communication import CommunicationLookup
-from profstore.db import (
-    ReadOnly,
-    make_engine,
-    normalize_url,
-    probe,
-    redact_url,
-    sqlite_file,
-    upgrade,
-)
 from profstore.exact import BaseExact
-from profstore.format_inference import FormatInference
 from profstore.formats import FormatPolicy
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import VersionMapping, merge_overlay
-from profstore.path_lookup import PathRunner
-from profstore.provenance import row_input_shapes
 from profstore.result import QueryResult, Reason
-from profstore.simplex import TriangulationCache
-from profstore.snapshot import Generation, Generations, SnapshotEngine
-from profstore.versions import find_profile
 from profstore.wrapper import Dispatcher, LookupOptions, Profile
-from sqlalchemy import Engine, select
+
+if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
+    from profstore.candidates import CandidateQueries
+    from profstore.db import ReadOnly
+    from profstore.snapshot import Generation
+    from sqlalchemy import Engine
 
 REFRESH_SECONDS = 1.0
 """How stale a cached answer may be after a re-ingest (one small query per interval)."""
@@ -85,6 +72,8 @@ class Store:
                  cache_bytes: int | None = None,
                  mapping_overlay: VersionMapping | None = None,
                  refresh_seconds: float | None = REFRESH_SECONDS) -> None:
+        from profstore.snapshot import Generations, SnapshotEngine
+
         self.engine = engine
         self.mapping_overlay = mapping_overlay
         if cache_bytes is not None and (type(cache_bytes) is not int or cache_bytes < 0):
@@ -96,6 +85,12 @@ class Store:
         self._lock = threading.Lock()
 
     def _new_caches(self) -> Caches:
+        from profstore.candidates import CandidateQueries
+        from profstore.communication import CommunicationLookup
+        from profstore.format_inference import FormatInference
+        from profstore.path_lookup import PathRunner
+        from profstore.simplex import TriangulationCache
+
         queries = CandidateQueries(self._snapshots)
         runner = PathRunner(queries, TriangulationCache(512))
         dispatcher = Dispatcher(BaseExact(queries), runner, CommunicationLookup(self._snapshots),
@@ -125,6 +120,8 @@ class Store:
         open picks it on its own on read-only storage (store/db.py ``sqlite_read_uri``).
         A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
+        from profstore.db import make_engine, normalize_url, probe, redact_url, sqlite_file, upgrade
+
         url = normalize_url(url_or_path)
         path = sqlite_file(url)
         if path is not None and not read_only:
@@ -149,6 +146,8 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
+        from profstore.db import redact_url
+
         return f"Store({redact_url(self.engine.url.render_as_string(hide_password=False))})"
 
     def lookup(self, leaf: LeafOp, version: str, interpolation: bool = True,
@@ -211,6 +210,8 @@ class Store:
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:
         """The input shapes of the stored row at ``file_name`` line ``line_no`` of a version
         (the CSV's own spelling); None for an unknown version or row."""
+        from profstore.provenance import row_input_shapes
+
         profile = self.profile(version)
         if profile is None:
             return None
@@ -218,11 +219,16 @@ class Store:
             return row_input_shapes(conn, profile.id, file_name, line_no)
 
     def versions(self) -> list[str]:
+        from profstore import schema as t
+        from sqlalchemy import select
+
         with self.engine.connect() as conn:
             return list(conn.execute(select(t.profile_set.c.alias).order_by(t.profile_set.c.id))
                         .scalars())
 
     def _load_profile(self, version: str) -> Profile | None:
+        from profstore.versions import find_profile
+
         with self._snapshots.connect() as conn:
             row = find_profile(conn, version)
             if row is None:
@@ -240,6 +246,9 @@ def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
     """The HCCL profile a version's ``communication_data_ref`` points at (same device);
     without the field (the older layout), the version itself when it holds communication
     CSVs of its own."""
+    from profstore import schema as t
+    from sqlalchemy import select
+
     ref = mapping.header.get("communication_data_ref")
     if not ref:
         return _own_comm_profile(conn, row.id)
@@ -251,12 +260,17 @@ def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
 
 
 def _own_comm_profile(conn, profile_id: int) -> int | None:
+    from profstore import schema as t
+    from sqlalchemy import select
+
     c = t.comm_sample.c
     found = conn.execute(select(c.id).where(c.profile_id == profile_id).limit(1)).first()
     return profile_id if found else None
 
 
 def _require_file(url: str) -> None:
+    from profstore.db import sqlite_file
+
     path = sqlite_file(url)
     if path is not None and not path.exists():
         raise FileNotFoundError(f"no database at {path}; run profstore ingest first")

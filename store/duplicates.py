@@ -11,8 +11,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from profstore.candidates import MeasuredRow
+if TYPE_CHECKING:
+    from profstore.candidates import MeasuredRow
 
 AGREEMENT_RTOL = 1e-9
 

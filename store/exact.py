@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profstore.attempt import Attempt
-from profstore.candidates import CandidateQueries, MeasuredRow
 from profstore.dtypes import element_size, to_profiler_dtype
 from profstore.duplicates import merge_coordinate
 from profstore.exact_keys import target_keys, target_signature
@@ -20,6 +19,9 @@ from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
 from profstore.result import QueryResult, QuerySource, Reason
 from profstore.shapes import logical_shape
+
+if TYPE_CHECKING:
+    from profstore.candidates import CandidateQueries, MeasuredRow
 
 BYTE_RATIO_CONFIDENCE = 0.8
 

@@ -16,9 +16,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-from profstore.yaml_load import UnusableYaml, load_yaml
-
 HEADER_KEYS = ("version", "device", "cann_version", "pytorch_version", "op_plugin_version",
                "collection_date", "communication_data_ref", "communication_fallback")
 DOCUMENT_SCHEMA = "profstore.op_mapping/1"
@@ -287,6 +284,9 @@ def _document_policy(kernel: str, fields: Mapping[str, Any], source: str,
 
 def _load_yaml(text: str, source: str) -> tuple[Any, list[str]]:
     """Parse ``text``; return the data and the duplicate-key problems."""
+    import yaml  # only to read a mapping file: a lookup reads the stored document
+    from profstore.yaml_load import UnusableYaml, load_yaml
+
     try:
         data, root, duplicates = load_yaml(text, source)
     except UnusableYaml as exc:

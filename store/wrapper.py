@@ -13,19 +13,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profstore.attempt import Attempt
-from profstore.communication import CommunicationLookup
-from profstore.exact import BaseExact, composite, sub_entry
-from profstore.format_inference import FormatInference
+from profstore.exact import composite, sub_entry
 from profstore.formats import FormatPolicy, prefill
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
-from profstore.path_lookup import PathRunner
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult, QuerySource, Reason, most_specific
+
+if TYPE_CHECKING:
+    from profstore.communication import CommunicationLookup
+    from profstore.exact import BaseExact
+    from profstore.format_inference import FormatInference
+    from profstore.path_lookup import PathRunner
 
 
 @dataclass(frozen=True)
