@@ -7,19 +7,12 @@ import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from profstore.db import (
-    ReadOnly,
-    current_revision,
-    head_revision,
-    make_engine,
-    normalize_url,
-    redact_url,
-    sqlite_file,
-)
-from profstore.versions import find_profile, known_aliases
-from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import Row
+if TYPE_CHECKING:  # the option builders here serve --help, which opens no database
+    from profstore.db import ReadOnly
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.engine import Row
 
 DB_ENV = "PROFSTORE_DB"
 DEFAULT_DB = "profstore.db"
@@ -60,12 +53,16 @@ def json_options() -> argparse.ArgumentParser:
 
 def db_url(args: argparse.Namespace) -> str:
     """The full URL (never print it: use ``redact_url``)."""
+    from profstore.db import normalize_url
+
     return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
 
 
 def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
+    from profstore.db import current_revision, head_revision, make_engine, redact_url, sqlite_file
+
     path = sqlite_file(url)
     if path is not None and not path.is_file():
         raise CliError(f"no database at {path}; run `profstore ingest PATH --db {path}` first")
@@ -86,6 +83,8 @@ def check_database(url: str, read_only: ReadOnly = True) -> None:
 @contextmanager
 def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
     """A read-only engine on a checked database, disposed on exit."""
+    from profstore.db import make_engine
+
     url = db_url(args)
     check_database(url, read_mode(args))
     engine = make_engine(url, read_only=read_mode(args))
@@ -97,6 +96,8 @@ def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
 
 def profile_row(conn: Connection, version: str) -> Row:
     """The ``profile_set`` row of a version named by alias or directory."""
+    from profstore.versions import find_profile, known_aliases
+
     row = find_profile(conn, version)
     if row is None:
         known = known_aliases(conn)

@@ -22,16 +22,6 @@ RESULT_COLUMNS = [
 ]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo", help="generate a small demo database, ingest, inspect and look up",
-        description="Write demo profiling data (roofline-formula latencies, not measurements) "
-                    "to DIR/data, ingest it into DIR/demo.db, print the inspection summary "
-                    "and answer a few lookups.")
-    parser.add_argument("--dir", default="demo", help="output folder (default: ./demo)")
-    parser.set_defaults(handler=run)
-
-
 def run(args: argparse.Namespace) -> int:
     from profstore.cli.main import main
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from profstore.cli.common import CliError, add_version_option, db_options, db_url, json_options
+from profstore.cli.common import CliError, db_url
 from profstore.cli.lookup_cmd import open_store
 from profstore.cli.output import Column, print_json, print_table, to_json
 from profstore.cli.progress import ProgressBar
@@ -23,97 +23,6 @@ from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return number
-
-
-def _store_options(parser: argparse.ArgumentParser) -> None:
-    add_version_option(parser)
-    parser.add_argument("--mapping-overlay", metavar="FILE",
-                        help="an op_mapping YAML merged over the version's")
-
-
-def _replay_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--num-devices", type=_positive, metavar="N",
-                        help="context.num_devices of every leaf (communication ops)")
-    parser.add_argument("--ep-size", type=_positive, metavar="N",
-                        help="context.ep_size of every leaf (MoE ops)")
-    parser.add_argument("--disable-profiling-interpolation", action="store_true",
-                        help="exact measurements only")
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    common = [db_options(), json_options()]
-    p = subparsers.add_parser("replay", parents=common,
-                              help="replay a TensorCast trace: modelled latency and sources")
-    p.add_argument("workload", metavar="WORKLOAD", help="a TensorCast trace JSON file")
-    _store_options(p)
-    _replay_options(p)
-    p.add_argument("--variants", action="store_true", help="also list every shape variant")
-    p.add_argument("--interval", action="store_true",
-                   help="the total's p10-p90 interval from hold-out errors (profstore.cli.insight)")
-    p.add_argument("--draws", type=_positive, default=4000, metavar="N",
-                   help="Monte Carlo draws of --interval")
-    p.add_argument("--no-error-cache", action="store_true",
-                   help="recompute the hold-out errors of --interval instead of caching them")
-    p.set_defaults(handler=replay)
-    p = subparsers.add_parser("holdout", parents=common,
-                              help="leave-one-out error of the interpolating paths and of "
-                                   "the communication rule (--path communication: only it)")
-    _store_options(p)
-    p.add_argument("--kernel", metavar="K", help="only this kernel type")
-    p.add_argument("--path", metavar="P", help="only this path")
-    p.add_argument("--plot", metavar="FILE", help="write the error distribution as PNG")
-    p.add_argument("--points", action="store_true", help="include every point in --json")
-    p.set_defaults(handler=holdout)
-    p = subparsers.add_parser("report", parents=[db_options()],
-                              help="the minimal evaluation report (Markdown or HTML)")
-    _store_options(p)
-    _replay_options(p)
-    p.add_argument("--workload", nargs="+", default=[], metavar="W", help="traces to replay")
-    p.add_argument("--format", choices=("md", "html"), default="md")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
-    p.add_argument("--kernel", metavar="K", help="hold out only this kernel")
-    p.add_argument("--path", metavar="P", help="hold out only this path")
-    p.add_argument("--no-holdout", action="store_true", help="skip the hold-out evaluation")
-    p.set_defaults(handler=report)
-    p = subparsers.add_parser("plot", parents=[db_options()],
-                              help="one regime: measured points, interpolant, hold-out errors")
-    _store_options(p)
-    p.add_argument("--kernel", required=True, metavar="K")
-    p.add_argument("--path", metavar="P")
-    p.add_argument("--regime", metavar="ID",
-                   help="rank in `profstore regimes --kernel K [--path P]` or a regime_key "
-                        "(default: the regime with the most points)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.png")
-    p.set_defaults(handler=plot)
-    _register_bench(subparsers)
-
-
-def _register_bench(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
-    p.add_argument("--root", type=Path, default=benchmod.DEFAULT_ROOT, metavar="DIR")
-    p.add_argument("--json", metavar="FILE", help="write the measurements here")
-    p.add_argument("--scale", type=_positive, default=10, metavar="N")
-    p.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
-    p.add_argument("--cache-dir", type=Path, default=benchmod.default_cache_dir(),
-                   metavar="DIR", help="where the scaled database is kept between runs")
-    p.add_argument("--rebuild", action="store_true", help="rebuild the scaled database")
-    p.add_argument("--baseline", metavar="REV",
-                   help="also measure this git revision of the repository (e.g. main), with "
-                        "the same probe, and check that its answers agree leaf by leaf")
-    p.add_argument("--pg-url", metavar="URL",
-                   help="a PostgreSQL database the bench may EMPTY and fill, to time the "
-                        "stream on PostgreSQL too")
-    p.add_argument("--no-cache", action="store_true",
-                   help="build the scaled database in a temporary directory, keep nothing")
-    p.set_defaults(handler=bench)
-
 
 OP_COLUMNS = [Column("op", "OP", clip=48), Column("calls", "CALLS", True),
               Column("unique_shapes", "SHAPES", True), Column("latency_us", "LATENCY_US", True),
@@ -289,8 +198,10 @@ BENCH_ROWS = [("ingest_s", "ingest (s)"), ("reingest_s", "re-ingest changed (s)"
 
 
 def bench(args: argparse.Namespace) -> int:
-    options = benchmod.BenchOptions(args.root, args.scale, args.quick,
-                                    None if args.no_cache else args.cache_dir, args.rebuild,
+    root = benchmod.DEFAULT_ROOT if args.root is None else args.root
+    cache_dir = benchmod.default_cache_dir() if args.cache_dir is None else args.cache_dir
+    options = benchmod.BenchOptions(root, args.scale, args.quick,
+                                    None if args.no_cache else cache_dir, args.rebuild,
                                     args.baseline, args.pg_url)
     try:
         result = benchmod.run_bench(options, lambda m: print(m, file=sys.stderr))

@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from profstore.cli.common import CliError, db_options, db_url, json_options
+from profstore.cli.common import CliError, db_url
 from profstore.cli.output import print_json
 from profstore.cli.progress import ProgressBar
 from profstore.db import (
@@ -20,33 +20,8 @@ from profstore.db import (
     upgrade,
 )
 from profstore.ingest.discover import discover
-from profstore.ingest.loader import ALLOW_FLAG, VersionSummary, ingest_path
+from profstore.ingest.loader import VersionSummary, ingest_path
 from profstore.ingest.lock import IngestBusy
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    db = subparsers.add_parser("db", help="database administration")
-    db_verbs = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
-    up = db_verbs.add_parser("upgrade", parents=[db_options()],
-                             help="create the schema or bring it to the latest revision")
-    up.set_defaults(handler=db_upgrade)
-    cp = db_verbs.add_parser(
-        "checkpoint", parents=[db_options()],
-        help="fold the write-ahead log into the SQLite file (ready for read-only storage)",
-        description="Fold the -wal file into the database and leave WAL mode, so the file "
-                    "alone is the database: copy it to read-only storage, where readers "
-                    "open it with immutable=1.")
-    cp.set_defaults(handler=db_checkpoint)
-    p = subparsers.add_parser("ingest", parents=[db_options(), json_options()],
-                              help="load profiling version directories (idempotent)")
-    p.add_argument("path", metavar="PATH",
-                   help="a data root (<DEVICE>/vllm_ascend/<version>/…) or one version directory")
-    p.add_argument(ALLOW_FLAG, action="store_true",
-                   help="ingest a version whose op_mapping.yaml is unusable (a Git LFS "
-                        "pointer, broken YAML) under the default policy, instead of failing it")
-    p.add_argument("--no-wait", action="store_true",
-                   help="fail at once when another ingest holds the database (default: wait)")
-    p.set_defaults(handler=ingest)
 
 
 def _writable_engine(url: str):

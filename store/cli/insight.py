@@ -12,8 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from profstore.cli.common import CliError, add_version_option, db_options, json_options
-from profstore.cli.evaluate import _positive, _store_options
+from profstore.cli.common import CliError
 from profstore.cli.lookup_cmd import open_store
 from profstore.cli.output import Column, print_json, print_table
 from profstore.evaluation.calibration import calibrate as run_calibration
@@ -34,61 +33,6 @@ from profstore.ingest.writer import BASE_HEADER
 PROFILER_COLUMNS = ["Type", *(c for c in BASE_HEADER if c.startswith(("Input", "Output")))]
 PLAN_COLUMNS = ["plan_id", "role", "opens_new_regime", "regime", "serves"]
 SHAPE_CELLS = ("Input Shapes", "Output Shapes")
-
-
-def _workload_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--num-devices", type=_positive, metavar="N",
-                        help="context.num_devices of every leaf (communication ops)")
-    parser.add_argument("--ep-size", type=_positive, metavar="N",
-                        help="context.ep_size of every leaf (MoE ops)")
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    common = [db_options(), json_options()]
-    p = subparsers.add_parser(
-        "gaps", parents=common,
-        help="what to profile next: a workload's gaps and a bracketing profiling plan",
-        description="Replay WORKLOAD, rank every missed or interpolated leaf by simulated "
-                    "time (per kernel and regime), propose grid points that bracket them, "
-                    "and measure the coverage the plan would give on a temporary copy.")
-    p.add_argument("workload", metavar="WORKLOAD",
-                   help="a TensorCast trace JSON or a JSON-lines file of leaves")
-    _store_options(p)
-    _workload_options(p)
-    p.add_argument("--budget", type=int, metavar="N", help="at most N shapes (greedy by time)")
-    p.add_argument("-o", "--output", metavar="PLAN.csv", help="write the plan as profiler CSV")
-    p.set_defaults(handler=gaps)
-    p = subparsers.add_parser(
-        "diff", parents=common,
-        help="what changed between two versions (latencies, regimes, mapping, totals)",
-        description="Compare version V1 (in --db) with V2 (in --db-b, default the same "
-                    "database): latency ratios at shared coordinates per kernel and regime, "
-                    "kernels and regimes in one only, changed mapping entries, and the "
-                    "simulated total of each --workload in both.")
-    p.add_argument("--db-b", metavar="URL_OR_PATH", help="the database of --to (default --db)")
-    p.add_argument("--from", dest="from_version", required=True, metavar="V1")
-    p.add_argument("--to", dest="to_version", required=True, metavar="V2")
-    p.add_argument("--workload", nargs="+", default=[], metavar="W", help="traces to replay")
-    p.add_argument("--regimes", action="store_true", help="also list every regime")
-    p.add_argument("--plot", metavar="FILE.png", help="ratio distribution per kernel")
-    p.add_argument("--mapping-overlay", metavar="FILE",
-                   help="an op_mapping YAML merged over the version's")
-    _workload_options(p)
-    p.set_defaults(handler=diff)
-    p = subparsers.add_parser(
-        "calibrate", parents=common,
-        help="hide rows, replay, and count how often the truth falls in the interval",
-        description="Each trial hides --share of the version's rows, replays WORKLOAD "
-                    "with the p10-p90 interval, and checks the full-data total against it.")
-    p.add_argument("workload", metavar="WORKLOAD")
-    add_version_option(p)
-    p.add_argument("--mapping-overlay", metavar="FILE",
-                   help="an op_mapping YAML merged over the version's")
-    _workload_options(p)
-    p.add_argument("--share", type=float, default=0.2, help="share of rows hidden per trial")
-    p.add_argument("--trials", type=_positive, default=20, metavar="N")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(handler=calibrate)
 
 
 def _workload(args: argparse.Namespace, path: str) -> Workload:

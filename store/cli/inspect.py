@@ -15,15 +15,11 @@ from typing import Any
 from profstore import schema as t
 from profstore.cli.common import (
     CliError,
-    add_version_option,
-    db_options,
-    json_options,
     profile_row,
     read_engine,
 )
 from profstore.cli.output import Column, emit, print_json, print_table
 from profstore.cli.sqlguard import (
-    DEFAULT_SECONDS,
     Limits,
     ReadOnlyViolation,
     StatementTimeout,
@@ -43,58 +39,6 @@ DUPLICATES_VIEW = table("duplicates", *[column(n) for n in (
 AXIS_NAMES = {p.name: p.axis_names for p in ALL_PATHS}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    common = [db_options(), json_options()]
-    p = subparsers.add_parser("versions", parents=common, help="ingested versions")
-    p.set_defaults(handler=versions)
-    p = subparsers.add_parser("kernels", parents=common, help="kernel files of a version")
-    add_version_option(p)
-    p.set_defaults(handler=kernels)
-    p = subparsers.add_parser("regimes", parents=common,
-                              help="regimes of a version: points and axis ranges")
-    add_version_option(p)
-    p.add_argument("--kernel", metavar="K", help="only this kernel type")
-    p.add_argument("--path", metavar="P", help="only this path (e.g. generic)")
-    p.set_defaults(handler=regimes)
-    p = subparsers.add_parser("duplicates", parents=common,
-                              help="coordinates measured more than once, with their spread")
-    add_version_option(p)
-    p.add_argument("--kernel", metavar="K", help="only this kernel type")
-    p.set_defaults(handler=duplicates)
-    p = subparsers.add_parser("rejected", parents=common,
-                              help="rows ingest refused, and rows a path refused")
-    add_version_option(p)
-    p.add_argument("--limit", type=_non_negative, default=20, metavar="N",
-                   help="sample rows to show (default 20)")
-    p.set_defaults(handler=rejected)
-    p = subparsers.add_parser("sql", parents=common, help="run one read-only SQL query")
-    p.add_argument("query", metavar="SQL", help="a single SELECT / WITH / EXPLAIN / PRAGMA")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="bind :NAME to VALUE (as text); repeatable")
-    p.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_SECONDS,
-                   metavar="SECONDS",
-                   help=f"stop the statement after SECONDS (default {DEFAULT_SECONDS:g})")
-    p.add_argument("--max-rows", type=_non_negative, default=DEFAULT_MAX_ROWS, metavar="N",
-                   help=f"print at most N rows (default {DEFAULT_MAX_ROWS}); says so on "
-                        "stderr when it cuts")
-    p.set_defaults(handler=sql)
-
-
-def _positive_seconds(value: str) -> float:
-    number = float(value)
-    if not 0 < number < 1e6:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return number
-
-
-def _non_negative(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return number
-
-
-DEFAULT_MAX_ROWS = 10_000
 VERSION_COLUMNS = [
     Column("alias", "ALIAS"), Column("directory", "DIRECTORY"), Column("device", "DEVICE"),
     Column("framework", "FRAMEWORK"), Column("files", "FILES", True),

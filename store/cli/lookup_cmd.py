@@ -15,9 +15,7 @@ from profstore.api import Store
 from profstore.bounds import load_json
 from profstore.cli.common import (
     CliError,
-    add_version_option,
     check_database,
-    db_options,
     db_url,
     read_mode,
 )
@@ -27,38 +25,6 @@ from profstore.formats import FormatPolicy
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from profstore.result import Reason
-
-INTERPOLATION_HELP = "exact measurements only (base exact and exact coordinates)"
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("lookup", parents=[db_options()],
-                              help="look up JSON-lines descriptors, one JSON line out per query")
-    _lookup_options(p)
-    p.add_argument("input", nargs="?", default="-", metavar="FILE|-",
-                   help="JSON lines, one descriptor each, optionally with an \"id\" "
-                        "(default: stdin)")
-    p.set_defaults(handler=lookup)
-    p = subparsers.add_parser("explain", parents=[db_options()],
-                              help="the decision path of one descriptor, for a person")
-    _lookup_options(p)
-    p.add_argument("--json", action="store_true", help="print the full result as JSON")
-    p.add_argument("descriptor", metavar="DESCRIPTOR_JSON|-",
-                   help="a leaf descriptor as JSON, or - to read it from stdin")
-    p.set_defaults(handler=explain)
-
-
-def _lookup_options(parser: argparse.ArgumentParser) -> None:
-    add_version_option(parser)
-    parser.add_argument("--disable-profiling-interpolation", action="store_true",
-                        help=INTERPOLATION_HELP)
-    parser.add_argument("--mapping-overlay", metavar="FILE",
-                        help="an op_mapping YAML whose entries and policies override the "
-                             "version's")
-    parser.add_argument("--format-policy", metavar="JSON|FILE",
-                        help="formats for tensors a descriptor leaves unstated, e.g. "
-                             "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}' "
-                             "or '{\"default\": \"ND\"}' (a JSON text or file)")
 
 
 def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None:

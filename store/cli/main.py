@@ -1,38 +1,42 @@
-"""``profstore``: the argparse entry point and the registry of verb modules.
+"""``profstore``: the argparse entry point.
 
-A verb module exposes ``register(subparsers)``, which adds its subcommands and sets
-``handler`` (``args -> exit code``) on each. Adding a module is one line in
-``VERB_MODULES``. User errors become one line on stderr and a non-zero exit, never a
-traceback.
+Every verb's parser is built from store/cli/verbs.py, which imports no implementation: a
+verb's module is imported when it runs, so ``--help`` and a usage error cost only the
+parsers. User errors become one line on stderr and a non-zero exit, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from profstore import __version__
+from profstore.cli import verbs
 from profstore.cli.common import CliError
 from profstore.cli.reference import apply_help
-from profstore.db import DriverNotInstalled, redact_url
-from profstore.mapping import MappingError
-from sqlalchemy.exc import SQLAlchemyError
 
-VERB_MODULES: tuple[str, ...] = (
-    "profstore.cli.ingest_cmd",
-    "profstore.cli.inspect",
-    "profstore.cli.lookup_cmd",
-    "profstore.cli.evaluate",
-    "profstore.cli.insight",
-    "profstore.cli.demo_cmd",
-    "profstore.cli.serve_cmd",
-)
-"""Registered in this order, which is the order of ``profstore --help``."""
+if TYPE_CHECKING:
+    from sqlalchemy.exc import SQLAlchemyError
+
+REGISTRARS = (verbs.register_ingest, verbs.register_inspect, verbs.register_lookup,
+              verbs.register_evaluation, verbs.register_insight, verbs.register_demo,
+              verbs.register_serve)
+"""Called in this order, which is the order of ``profstore --help``."""
 
 PROG = "profstore"
+
+
+class _Version(argparse._VersionAction):
+    """``--version`` reads the installed version only when it is asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from profstore import __version__
+
+        self.version = f"{PROG} {__version__}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,13 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="An indexed SQL store of measured operator latencies: ingest, inspect, "
                     "look up.")
-    parser.add_argument("-V", "--version", action="version",
-                        version=f"{PROG} {__version__}",
+    parser.add_argument("-V", "--version", action=_Version,
                         help="print profstore's own version and exit (a verb's --version is the "
                              "data version)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in VERB_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for register in REGISTRARS:
+        register(subparsers)
     apply_help(parser)
     return parser
 
@@ -66,14 +69,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except UnicodeDecodeError as exc:
         return _fail(f"input is not UTF-8 text: {exc}", 1)
-    except (OSError, MappingError) as exc:
-        return _fail(str(exc), 1)
-    except SQLAlchemyError as exc:
-        return _fail(f"database error: {_database_message(exc)}", 1)
-    except DriverNotInstalled as exc:
+    except OSError as exc:
         return _fail(str(exc), 1)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        message = _user_error(exc)
+        if message is None:
+            raise
+        return _fail(message, 1)
+
+
+def _user_error(exc: Exception) -> str | None:
+    """The one line for a mapping, database or driver error; None for a bug (which keeps
+    its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
+    from profstore.db import DriverNotInstalled
+    from profstore.mapping import MappingError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, MappingError):
+        return str(exc)
+    if isinstance(exc, SQLAlchemyError):
+        return f"database error: {_database_message(exc)}"
+    if isinstance(exc, DriverNotInstalled):
+        return str(exc)
+    return None
 
 
 def _fail(message: str, code: int) -> int:
@@ -83,6 +103,8 @@ def _fail(message: str, code: int) -> int:
 
 def _database_message(exc: SQLAlchemyError) -> str:
     """The driver's first line, without SQLAlchemy's background link, passwords redacted."""
+    from profstore.db import redact_url
+
     original = getattr(exc, "orig", None)
     text = str(original if original is not None else exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__

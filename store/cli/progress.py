@@ -7,10 +7,12 @@ a ``ProgressBar``, so the library never depends on how (or whether) progress is 
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from profstore.cli.output import is_terminal
-from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class ProgressBar:
@@ -29,6 +31,8 @@ class ProgressBar:
             self.close()
             self.label = label
         if self._bar is None:
+            from tqdm import tqdm  # only when a bar is drawn (a terminal): tens of ms to import
+
             self._bar = tqdm(total=total, desc=self.label, unit=self.unit, file=self.stream,
                              leave=True, dynamic_ncols=True)
         self._bar.total = total

@@ -19,9 +19,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 DEFAULT_SECONDS = 30.0
 MAX_VALUE_BYTES = 10_000_000
@@ -146,6 +147,8 @@ def guarded(conn: Connection, limits: Limits) -> Iterator[None]:
 
 @contextmanager
 def _translated(authorizer: _Authorizer | None, limits: Limits) -> Iterator[None]:
+    from sqlalchemy.exc import DBAPIError  # imported by the caller's engine already
+
     try:
         yield
     except DBAPIError as exc:
