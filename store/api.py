@@ -19,7 +19,7 @@ from profstore.wrapper import Dispatcher, LookupOptions, Profile
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
     from profstore.candidates import CandidateQueries
     from profstore.db import ReadOnly
-    from profstore.snapshot import Generation
+    from profstore.snapshot import Fingerprint, Generation
     from sqlalchemy import Engine
 
 REFRESH_SECONDS = 1.0
@@ -83,6 +83,8 @@ class Store:
         self._snapshots = SnapshotEngine(engine)
         self._generations = Generations(self._new_caches, refresh_seconds)
         self._lock = threading.Lock()
+        self._mappings: dict[str, Profile | None] = {}
+        self._mappings_of: Fingerprint | None = None
 
     def _new_caches(self) -> Caches:
         from profstore.candidates import CandidateQueries
@@ -192,6 +194,11 @@ class Store:
         return [self.lookup(leaf, version, interpolation) for leaf in leaves]
 
     def clear_cache(self) -> None:
+        """Forget every answer and everything read from the samples (regime slices,
+        prepared candidates, triangulations, kernel presence and formats). A loaded
+        version's mapping is kept: it is a function of the ``profile_set`` state (row ids
+        and content hashes), so it is reused only while that state is unchanged, and a
+        re-ingest (a new id or hash) reads it again."""
         self._generations.reset()
 
     def profile(self, version: str) -> Profile | None:
@@ -203,8 +210,18 @@ class Store:
     def _profile_in(self, generation: Generation, version: str) -> Profile | None:
         with self._lock:
             if version not in generation.profiles:
-                generation.profiles[version] = self._load_profile(version)
+                generation.profiles[version] = self._mapping_for(generation.fingerprint,
+                                                                 version)
             return generation.profiles[version]
+
+    def _mapping_for(self, seen: Fingerprint | None, version: str) -> Profile | None:
+        """The version's profile as loaded for the ``profile_set`` state ``seen``: kept
+        across ``clear_cache`` and generations of the same state (caller holds the lock)."""
+        if seen is None or seen != self._mappings_of:
+            self._mappings, self._mappings_of = {}, seen
+        if version not in self._mappings:
+            self._mappings[version] = self._load_profile(version)
+        return self._mappings[version]
 
     def row_input_shapes(self, version: str, file_name: str,
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from profstore.attempt import Attempt
 from profstore.dtypes import element_size, to_profiler_dtype
-from profstore.duplicates import merge_coordinate
+from profstore.duplicates import Merged, MergeOutcome, merge_coordinate
 from profstore.exact_keys import target_keys, target_signature
-from profstore.latency import column_rank
 from profstore.leaf import LeafOp
-from profstore.mapping import MappingEntry, VersionMapping
+from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.result import QueryResult, QuerySource, Reason
 from profstore.shapes import logical_shape
 
@@ -46,21 +45,25 @@ class BaseExact:
 
     def _kernel(self, leaf: LeafOp, entry: MappingEntry, mapping: VersionMapping,
                 profile_id: int, kernel: str, exclude: frozenset[int]) -> Attempt:
+        """A row found proves the kernel's CSV is there, so its presence is asked only
+        when no key matches (or the leaf has no tensors): a hit costs one query."""
         attempt = Attempt(kernel)
-        if not self.queries.kernel_present(profile_id, kernel):
-            attempt.reason, attempt.message = Reason.CSV_NOT_FOUND, f"no {kernel}.csv"
-            return attempt
-        policy = mapping.policy(kernel)
-        shapes, dtypes = target_signature(leaf, entry, kernel)
+        try:
+            shapes, dtypes = target_signature(leaf, entry, kernel)
+        except ValueError:  # a dtype without a profiler name: only where the CSV exists
+            if self._absent(attempt, profile_id):
+                return attempt
+            raise
         if not shapes:
-            attempt.reason, attempt.message = Reason.TARGET_UNAVAILABLE, "leaf has no tensors"
-            return attempt
-        for key in target_keys(shapes, dtypes):
+            return self._absent(attempt, profile_id) or _failed(
+                attempt, Reason.TARGET_UNAVAILABLE, "leaf has no tensors")
+        keys = target_keys(shapes, dtypes)
+        for key in keys:
             rows = self.queries.exact_key_rows(profile_id, kernel, key, exclude)
             if not rows:
                 continue
-            outcome = merge_coordinate(rows, column_rank(policy),
-                                       unique_required=policy.require_semantic_unique)
+            policy = mapping.policy(kernel)
+            outcome = _merge(rows, policy)
             if outcome.merged is None:
                 attempt.reason = Reason.AMBIGUOUS_DUPLICATES
                 attempt.message = "; ".join(outcome.notes)
@@ -68,9 +71,14 @@ class BaseExact:
             attempt.result = _measured(outcome.merged.latency_us, outcome.merged.rows, kernel,
                                        outcome.merged.duplicates, key=key)
             return attempt
-        attempt.reason = Reason.NO_EXACT_MATCH
-        attempt.message = f"no {kernel} row with input signature {target_keys(shapes, dtypes)[0]}"
-        return attempt
+        return self._absent(attempt, profile_id) or _failed(
+            attempt, Reason.NO_EXACT_MATCH, f"no {kernel} row with input signature {keys[0]}")
+
+    def _absent(self, attempt: Attempt, profile_id: int) -> Attempt | None:
+        """The attempt failed with ``csv_not_found`` when the kernel has no CSV, else None."""
+        if self.queries.kernel_present(profile_id, attempt.kernel):
+            return None
+        return _failed(attempt, Reason.CSV_NOT_FOUND, f"no {attempt.kernel}.csv")
 
     def elementwise(self, leaf: LeafOp, entry: MappingEntry, mapping: VersionMapping,
                     profile_id: int, exclude: frozenset[int] = frozenset()
@@ -98,7 +106,7 @@ class BaseExact:
     def _scaled(self, rows: list[tuple[str, MeasuredRow]], dtype: str, kernel: str,
                 mapping: VersionMapping) -> QueryResult:
         same = [r for d, r in rows if d == dtype]
-        rank = column_rank(mapping.policy(kernel))
+        rank = mapping.policy(kernel).column_rank
         if same:
             merged = merge_coordinate(same, rank, unique_required=False).merged
             assert merged is not None, _ALWAYS_MERGED
@@ -113,6 +121,21 @@ class BaseExact:
                            method="base_elementwise_byte_ratio")
         result.details.update(byte_ratio=ratio, row_dtype=row_dtype, target_dtype=dtype)
         return replace(result, confidence=BYTE_RATIO_CONFIDENCE)
+
+
+def _failed(attempt: Attempt, reason: Reason, message: str) -> Attempt:
+    attempt.reason, attempt.message = reason, message
+    return attempt
+
+
+def _merge(rows: list[MeasuredRow], policy: KernelPolicy) -> MergeOutcome:
+    """``merge_coordinate`` under the kernel's policy; a single row, the usual exact hit,
+    is its own median (the same outcome without grouping by column)."""
+    if len(rows) == 1 and not policy.require_semantic_unique:
+        row = rows[0]
+        return MergeOutcome(Merged(row.latency_us, row.latency_column, (row,)))
+    return merge_coordinate(rows, policy.column_rank,
+                            unique_required=policy.require_semantic_unique)
 
 
 _ALWAYS_MERGED = "rows without a semantic discriminator merge unless uniqueness is required"

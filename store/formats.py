@@ -170,6 +170,8 @@ class Prefilled:
 
 def prefill(leaf: LeafOp, entry: MappingEntry, policy: FormatPolicy | None) -> Prefilled:
     """Fill unstated formats from the policy, then from the mapping's expected formats."""
+    if policy is None and not entry.expected_input_formats:
+        return Prefilled(leaf, {})  # nothing to fill from: every unit stays as it is
     pending = unstated(leaf)
     if not pending:
         return Prefilled(leaf, {})

@@ -133,50 +133,81 @@ def interpolate_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.nd
 
     Raises ValueError for programming errors: mismatched shapes, non-finite coordinates, or two
     measured points at the same ``x`` (the caller is expected to have aggregated duplicates).
-    The points are handled as Python floats with ``bisect``: a regime has a handful of points,
-    where numpy's per-call overhead would be most of the cost.
     """
-    xa, ya = _as_1d(xs, ys, x)
-    xl, x = xa.tolist(), float(x)
-    order, sx, nearest = _order_1d(xa, xl, x)
-    if _has_duplicates(sx):
-        raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
-    if not sx:
-        return _fail(Diagnostic.INSUFFICIENT, f"no measured {axis_name} points to interpolate from",
-                     _boundary_1d(None, None, sx))
-    if abs(xl[nearest] - x) <= EXACT_RTOL * max(1.0, abs(x)):
-        bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
-        return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
-                              f"{axis_name} {_fmt(x)} is a measured point")
-    if len(sx) == 1:
-        side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
-        return _fail(Diagnostic.INSUFFICIENT,
-                     f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
-                     f"{_fmt(x)}", _boundary_1d(*side, sx))
-    if x < sx[0]:
-        return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[0], above=False),
-                     _boundary_1d(None, sx[0], sx))
-    if x > sx[-1]:
-        return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
-                     _boundary_1d(sx[-1], None, sx))
-    k = bisect_right(sx, x)
-    lo, hi = order[k - 1], order[k]
-    x0, x1 = xl[lo], xl[hi]
-    w_hi = (x - x0) / (x1 - x0)
-    weights = np.array([1.0 - w_hi, w_hi])
-    return _finish((lo, hi), weights, ya[[lo, hi]], _boundary_1d(x0, x1, sx),
-                   f"{axis_name} {_fmt(x)} interpolated between {_fmt(x0)} and {_fmt(x1)}")
+    return Line(xs, ys).at(x, axis_name)
 
 
-def _order_1d(xa: np.ndarray, xl: list[float], x: float) -> tuple[list[int], list[float], int]:
-    """The stable ascending order, the sorted coordinates and the index nearest ``x`` (the
-    first of equals); numpy only for a long axis, where it is the cheaper."""
+class Line:
+    """The measured points of one axis, sorted once: each target is then a bisect. A
+    lookup keeps the line of a regime's candidates, so a regime with many points costs
+    its sort once, not per target (the outcome is ``interpolate_1d``'s)."""
+
+    def __init__(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
+        self.xa, self.ya = _as_1d(xs, ys, 0.0)
+        self.xl: list[float] = self.xa.tolist()
+        self.order, self.sx = _sorted_1d(self.xa, self.xl)
+        self.duplicates = _has_duplicates(self.sx)
+
+    def _nearest(self, x: float) -> int:
+        """The index of the measured point nearest ``x`` (the first of equals)."""
+        xl, sx, order = self.xl, self.sx, self.order
+        k = bisect_right(sx, x)
+        sides = [j for j in (k - 1, k) if 0 <= j < len(sx)]
+        best = min(abs(sx[j] - x) for j in sides)
+        if best <= EXACT_RTOL * max(1.0, abs(x)):  # a measured point: resolve ties in full
+            return _nearest_scan(self.xa, xl, x)
+        return min(order[j] for j in sides if abs(sx[j] - x) == best)
+
+    def at(self, x: float, axis_name: str = "x") -> GeometryResult:
+        """Interpolate at ``x`` (see ``interpolate_1d``)."""
+        if not np.isfinite(x):
+            raise ValueError("coordinates and target must be finite")
+        x, xl, sx, ya = float(x), self.xl, self.sx, self.ya
+        if self.duplicates:
+            raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
+        if not sx:
+            return _fail(Diagnostic.INSUFFICIENT,
+                         f"no measured {axis_name} points to interpolate from",
+                         _boundary_1d(None, None, sx))
+        nearest = self._nearest(x)
+        if abs(xl[nearest] - x) <= EXACT_RTOL * max(1.0, abs(x)):
+            bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
+            return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
+                                  f"{axis_name} {_fmt(x)} is a measured point")
+        if len(sx) == 1:
+            side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
+            return _fail(Diagnostic.INSUFFICIENT,
+                         f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
+                         f"{_fmt(x)}", _boundary_1d(*side, sx))
+        if x < sx[0]:
+            return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[0], above=False),
+                         _boundary_1d(None, sx[0], sx))
+        if x > sx[-1]:
+            return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
+                         _boundary_1d(sx[-1], None, sx))
+        k = bisect_right(sx, x)
+        lo, hi = self.order[k - 1], self.order[k]
+        x0, x1 = xl[lo], xl[hi]
+        w_hi = (x - x0) / (x1 - x0)
+        weights = np.array([1.0 - w_hi, w_hi])
+        return _finish((lo, hi), weights, ya[[lo, hi]], _boundary_1d(x0, x1, sx),
+                       f"{axis_name} {_fmt(x)} interpolated between {_fmt(x0)} and {_fmt(x1)}")
+
+
+def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float]]:
+    """The stable ascending order and the sorted coordinates (numpy for a long axis)."""
     if len(xl) > 64:
         order = np.argsort(xa, kind="stable").tolist()
-        return order, [xl[i] for i in order], int(np.argmin(np.abs(xa - x)))
-    order = sorted(range(len(xl)), key=xl.__getitem__)
-    nearest = min(range(len(xl)), key=lambda i: abs(xl[i] - x)) if xl else -1
-    return order, [xl[i] for i in order], nearest
+    else:
+        order = sorted(range(len(xl)), key=xl.__getitem__)
+    return order, [xl[i] for i in order]
+
+
+def _nearest_scan(xa: np.ndarray, xl: list[float], x: float) -> int:
+    """The index nearest ``x``, the first of equals, by a full scan."""
+    if len(xl) > 64:
+        return int(np.argmin(np.abs(xa - x)))
+    return min(range(len(xl)), key=lambda i: abs(xl[i] - x))
 
 
 def _has_duplicates(sx: list[float]) -> bool:

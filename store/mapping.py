@@ -178,6 +178,14 @@ class KernelPolicy:
     require_semantic_unique: bool = False
     explicit_fields: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
+    @cached_property
+    def column_rank(self) -> Mapping[str, int]:
+        """``latency.column_rank`` of this policy, computed once (read-only: it is shared
+        by every lookup of the kernel)."""
+        from profstore.latency import column_rank  # latency builds on this module
+
+        return MappingProxyType(column_rank(self))
+
     def stated(self) -> dict[str, Any]:
         """The fields stated explicitly or differing from the default."""
         return {name: getattr(self, name) for name in _POLICY_FIELDS

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from profstore.attempt import Attempt
 from profstore.candidates import CandidateQueries, MeasuredRow, RegimeSlice
 from profstore.duplicates import merge_coordinate
-from profstore.geometry import Diagnostic, GeometryResult, interpolate_1d
+from profstore.geometry import Diagnostic, GeometryResult, Line
 from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
-from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
+from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
 from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific
 from profstore.simplex import TriangulationCache, interpolate_simplex
 
@@ -53,6 +53,23 @@ class Prepared:
     values: np.ndarray
     merged: list[tuple[MeasuredRow, int]]
     ambiguous: int
+    views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The points under an axis transform and their 1-D line, built on first use (read
+    only afterwards: every target of the regime shares them)."""
+
+    def coords(self, transforms: tuple[AxisTransform | None, ...]) -> np.ndarray:
+        key = ("coords", transforms)
+        found = self.views.get(key)
+        if found is None:
+            found = self.views[key] = _transform(self.points, transforms)
+        return found
+
+    def line(self, transforms: tuple[AxisTransform | None, ...]) -> Line:
+        key = ("line", transforms)
+        found = self.views.get(key)
+        if found is None:
+            found = self.views[key] = Line(self.coords(transforms)[:, 0], self.values)
+        return found
 
 
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
@@ -173,13 +190,11 @@ class PathRunner:
         if not columns:
             tried.append({"axes": _names(req.path, group), "outcome": "insufficient_candidates",
                           "candidates": 0, "message": "no point shares the fixed axes"})
-        transforms = req.path.axis_transforms(req.ctx.policy)
+        every = req.path.axis_transforms(req.ctx.policy)
+        transforms = tuple(every[i] for i in group)
         for prepared in columns:
-            coords = _transform(prepared.points, [transforms[i] for i in group])
-            goal = _transform(np.array([[target.axes[i] for i in group]]),
-                              [transforms[i] for i in group])[0]
-            geometry = self._geometry(req, target, group, prepared.column, coords,
-                                      prepared.values, goal)
+            goal = _transform(np.array([[target.axes[i] for i in group]]), transforms)[0]
+            geometry = self._geometry(req, target, group, prepared, transforms, goal)
             tried.append({"axes": _names(req.path, group), "latency_column": prepared.column,
                           "candidates": len(prepared.points),
                           "ambiguous_excluded": prepared.ambiguous,
@@ -217,14 +232,15 @@ class PathRunner:
         return prepared
 
     def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
-                  column: str, coords: np.ndarray, values: np.ndarray,
+                  prepared: Prepared, transforms: tuple[AxisTransform | None, ...],
                   goal: np.ndarray) -> GeometryResult:
         names = _names(req.path, group)
         if len(group) == 1:
-            return interpolate_1d(coords[:, 0], values, float(goal[0]), axis_name=names[0])
+            return prepared.line(transforms).at(float(goal[0]), names[0])
+        coords, values = prepared.coords(transforms), prepared.values
         key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
                tuple(target.axes[i] for i in range(len(target.axes)) if i not in group),
-               column, target.semantic, req.exclude)
+               prepared.column, target.semantic, req.exclude)
         tri = self.triangulations.get_or_build(key, coords) if len(coords) > len(group) else None
         if isinstance(tri, GeometryResult):
             return tri
