@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from profstore.attempt import Attempt
-from profstore.formats import FormatSource, Prefilled, unstated, with_formats
+from profstore.formats import FormatSource, Prefilled, units_of, unstated, with_formats
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.path_lookup import PathRequest, PathRunner
@@ -61,8 +61,10 @@ class FormatInference:
         pending = unstated(prefilled.leaf)
         if not pending:
             return _noted(attempt(prefilled.leaf), prefilled, {})
-        formats = self.formats(profile_id, ctx.kernel_type)
         nd = {unit: "ND" for unit in pending}
+        if self._format_blind(path, prefilled.leaf, pending, profile_id, ctx.kernel_type):
+            return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
+        formats = self.formats(profile_id, ctx.kernel_type)
         relevant = _relevant(path, prefilled.leaf, ctx, pending, formats)
         if not relevant:
             return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
@@ -72,6 +74,21 @@ class FormatInference:
             assignment = {**nd, **dict(zip(relevant, combo))}
             tried.append((assignment, attempt(with_formats(prefilled.leaf, assignment))))
         return _settle(tried, relevant, prefilled, path.format_anchor_axes)
+
+
+    def _format_blind(self, path: OperatorPath, leaf: LeafOp, pending: Sequence[str],
+                      profile_id: int, kernel: str) -> bool:
+        """Whether no format of an unstated unit can change the target, known without
+        the kernel's rows: a path that reads formats as layout only, on tensors of rank
+        < 4, or a kernel whose rows are all ND. Asked only where the kernel's CSV exists,
+        so the runner reaches the same target extraction (and any error it raises)."""
+        if not self.runner.queries.kernel_present(profile_id, kernel):
+            return False
+        if path.formats_as_layout:
+            units = units_of(leaf)
+            if all(len(t.shape) < 4 for unit in pending for t in units[unit]):
+                return True
+        return self.formats(profile_id, kernel) == ("ND",)
 
 
 def _extraction(path: OperatorPath, leaf: LeafOp, ctx: TargetContext) -> Any:

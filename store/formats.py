@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from profstore.leaf import Arg, LeafOp, TensorSpec
@@ -152,7 +152,7 @@ def with_formats(leaf: LeafOp, assignment: Mapping[str, str]) -> LeafOp:
     kwargs = tuple((n, _fill(v, assignment.get(f"kwargs.{n}"))) for n, v in leaf.kwargs)
     outputs = tuple(_fill(t, assignment.get(f"outputs[{i}]"))
                     for i, t in enumerate(leaf.outputs))
-    return replace(leaf, args=args, kwargs=kwargs, outputs=outputs)
+    return leaf.with_tensors(args, kwargs, outputs)
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ def _fill(value: Any, fmt: str | None) -> Any:
     if fmt is None:
         return value
     if isinstance(value, TensorSpec):
-        return replace(value, format=fmt) if value.format is None else value
+        return value.with_format(fmt) if value.format is None else value
     if isinstance(value, tuple):
         return tuple(_fill(item, fmt) for item in value)
     return value

@@ -11,6 +11,7 @@ value, a convex combination of measured values, or a diagnostic saying why not.
 from __future__ import annotations
 
 import enum
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,13 +82,13 @@ def _fail(diag: Diagnostic, message: str, boundary: dict[str, Any],
     return GeometryResult(diag, None, vertices, weights, boundary, message)
 
 
-def _guard_message(vertex_values: np.ndarray, value: float) -> str | None:
+def _guard_message(vertex_values: list[float], value: float) -> str | None:
     """Why a non-exact result is not a trustworthy latency, or None when it is."""
-    if not np.all(np.isfinite(vertex_values)) or np.any(vertex_values <= 0):
-        return f"a vertex latency is non-finite or non-positive ({vertex_values.tolist()})"
-    if not np.isfinite(value) or value <= 0:
+    if not all(math.isfinite(v) and v > 0 for v in vertex_values):
+        return f"a vertex latency is non-finite or non-positive ({vertex_values})"
+    if not math.isfinite(value) or value <= 0:
         return f"interpolated latency {value!r} is non-finite or non-positive"
-    lo, hi = float(vertex_values.min()), float(vertex_values.max())
+    lo, hi = min(vertex_values), max(vertex_values)
     if value < lo - GUARD_RTOL * abs(lo) or value > hi + GUARD_RTOL * abs(hi):
         return (f"interpolated latency {_fmt(value)} outside its vertices' range "
                 f"[{_fmt(lo)}, {_fmt(hi)}]")
@@ -96,14 +97,24 @@ def _guard_message(vertex_values: np.ndarray, value: float) -> str | None:
 
 def _finish(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.ndarray,
             boundary: dict[str, Any], message: str) -> GeometryResult:
-    """Combine weights and values, then apply the latency guard."""
+    """Combine weights and values (numpy's dot), then apply the latency guard. The guard
+    reads Python floats: on two to four vertices numpy's per-call cost would dominate."""
     w = tuple(float(v) for v in weights)
-    with np.errstate(invalid="ignore", over="ignore"):
+    values = vertex_values.tolist()
+    if _tame(w) and _tame(values):
         value = float(np.dot(weights, vertex_values))
-    problem = _guard_message(vertex_values, value)
+    else:  # an infinite, NaN or huge input: the guard reports it, numpy must not warn
+        with np.errstate(invalid="ignore", over="ignore"):
+            value = float(np.dot(weights, vertex_values))
+    problem = _guard_message(values, value)
     if problem is not None:
         return _fail(Diagnostic.LATENCY_GUARD, problem, boundary, vertices, w)
     return GeometryResult(Diagnostic.INTERPOLATED, value, vertices, w, boundary, message)
+
+
+def _tame(numbers: Sequence[float]) -> bool:
+    """Finite and far from overflow, so a dot product of a few of them cannot warn."""
+    return all(abs(x) < 1e150 for x in numbers)
 
 
 def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray,

@@ -14,8 +14,17 @@ from dataclasses import dataclass, fields
 from numbers import Integral, Real
 from typing import Any, TypeAlias
 
-from profstore.bounds import bounded_int, bounded_numel, check_nesting, load_json, valid_text
+from profstore.bounds import bounded_int, check_nesting, load_json, valid_text
 from profstore.dtypes import canonical_torch_dtype
+from profstore.leaf_fields import (
+    field_error,
+    is_list,
+    lengths_of,
+    number_of,
+    object_error,
+    positive_int,
+    shape_of,
+)
 
 __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec"]
 
@@ -23,49 +32,6 @@ _OPS_PREFIX = "torch.ops."
 _TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})
 _TOP_LEVEL_KEYS = frozenset({"op", "args", "kwargs", "outputs", "context", "id"})
 _PHASES = ("prefill", "decode", "mixed")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple))
-
-
-def _field(path: str, error: ValueError) -> ValueError:
-    """Prefix a field-scoped error (``"shape: ..."``) with the path of its owner."""
-    return ValueError(f"{path}.{error}" if path else str(error))
-
-
-def _object(path: str, message: str) -> ValueError:
-    """An error about a whole object (not one of its fields) at ``path``."""
-    return ValueError(f"{path}: {message}" if path else message)
-
-
-def _shape(value: Any, path: str) -> tuple[int, ...]:
-    if not _is_list(value):
-        raise ValueError(f"{path}: must be a list of non-negative integers, got {value!r}")
-    dims = []
-    for dim in value:
-        if not _is_int(dim):
-            raise ValueError(f"{path}: dimension {dim!r} is not an integer")
-        if dim < 0:
-            raise ValueError(f"{path}: dimension {dim} is negative")
-        dims.append(bounded_int(dim, path, "dimension"))
-    bounded_numel(tuple(dims), path)
-    return tuple(dims)
-
-
-def _number(value: Any, path: str) -> int | float:
-    if _is_int(value):
-        return bounded_int(int(value), path)
-    if isinstance(value, Real) and not isinstance(value, bool):
-        number = float(value)
-        if math.isfinite(number):
-            return number
-        raise ValueError(f"{path}: value {value!r} is not finite")
-    raise ValueError(f"{path}: value {value!r} is not a number")
 
 
 @dataclass(frozen=True)
@@ -81,7 +47,7 @@ class TensorSpec:
     values: tuple[int | float, ...] | None = None
 
     def __post_init__(self) -> None:
-        shape = _shape(self.shape, "shape")
+        shape = shape_of(self.shape, "shape")
         try:
             dtype = canonical_torch_dtype(self.dtype)
         except ValueError as error:
@@ -93,9 +59,9 @@ class TensorSpec:
             valid_text(self.format, "format")
         values = self.values
         if values is not None:
-            if not _is_list(values):
+            if not is_list(values):
                 raise ValueError(f"values: must be a flat list of numbers, got {values!r}")
-            values = tuple(_number(v, f"values[{i}]") for i, v in enumerate(values))
+            values = tuple(number_of(v, f"values[{i}]") for i, v in enumerate(values))
             numel = math.prod(shape)
             if len(values) != numel:
                 raise ValueError(f"values: length {len(values)} != numel {numel} of {list(shape)}")
@@ -103,6 +69,18 @@ class TensorSpec:
             object.__setattr__(self, name, value)
         if self.format is not None:
             object.__setattr__(self, "format", self.format.strip().upper())
+
+    def with_format(self, fmt: str) -> TensorSpec:
+        """This tensor in format ``fmt``: ``dataclasses.replace(self, format=fmt)`` without
+        validating again the fields that are already normalised."""
+        if not isinstance(fmt, str) or not fmt.strip():
+            raise ValueError(f"format: must be a non-empty string or null, got {fmt!r}")
+        valid_text(fmt, "format")
+        copy = object.__new__(TensorSpec)
+        for name, value in (("shape", self.shape), ("dtype", self.dtype),
+                            ("format", fmt.strip().upper()), ("values", self.values)):
+            object.__setattr__(copy, name, value)
+        return copy
 
     @property
     def numel(self) -> int:
@@ -117,13 +95,13 @@ class TensorSpec:
     def from_json(cls, data: Mapping[str, Any], path: str = "") -> TensorSpec:
         """Build from ``{"shape", "dtype", "format"?, "values"?}``; errors start with ``path``."""
         if not isinstance(data, Mapping):
-            raise _object(path, f"must be a tensor object, got {data!r}")
-        unknown = sorted(set(data) - _TENSOR_KEYS)
-        if unknown:
-            raise _object(path, f"unknown tensor key {unknown[0]!r}")
+            raise object_error(path, f"must be a tensor object, got {data!r}")
+        if not data.keys() <= _TENSOR_KEYS:
+            unknown = sorted(set(data) - _TENSOR_KEYS)
+            raise object_error(path, f"unknown tensor key {unknown[0]!r}")
         for name in ("shape", "dtype"):
             if data.get(name) is None:
-                raise _field(path, ValueError(f"{name}: missing"))
+                raise field_error(path, ValueError(f"{name}: missing"))
         try:
             return cls(
                 shape=data["shape"],
@@ -132,7 +110,7 @@ class TensorSpec:
                 values=data.get("values"),
             )
         except ValueError as error:
-            raise _field(path, error) from None
+            raise field_error(path, error) from None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
@@ -149,6 +127,11 @@ Arg: TypeAlias = TensorSpec | tuple["Arg", ...] | None | int | float | str | boo
 
 def _arg(value: Any, path: str, depth: int = 0) -> Arg:
     """Normalise one argument: tensor objects -> TensorSpec, lists -> tuples, scalars kept."""
+    kind = type(value)
+    if kind is dict:
+        return _tensor(value, path)
+    if kind is float:  # infinities stay: masked_fill(-inf) is a real argument
+        return value
     if value is None or isinstance(value, (TensorSpec, bool)):
         return value
     if isinstance(value, str):
@@ -159,7 +142,7 @@ def _arg(value: Any, path: str, depth: int = 0) -> Arg:
         return float(value)
     if isinstance(value, Mapping):
         return _tensor(value, path)
-    if _is_list(value):
+    if is_list(value):
         check_nesting(depth + 1, path)
         return tuple(_arg(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
     raise ValueError(f"{path}: unsupported argument {value!r} of type {type(value).__name__}")
@@ -169,7 +152,7 @@ def _tensor(value: TensorSpec | Mapping[str, Any], path: str) -> TensorSpec:
     if isinstance(value, TensorSpec):
         return value
     if "shape" not in value:
-        raise _object(path, "an object argument must be a tensor (with 'shape')")
+        raise object_error(path, "an object argument must be a tensor (with 'shape')")
     return TensorSpec.from_json(value, path)
 
 
@@ -190,18 +173,18 @@ def _walk_tensors(value: Arg) -> Iterator[TensorSpec]:
 
 
 def _args(value: Any) -> tuple[Arg, ...]:
-    if not _is_list(value):
+    if not is_list(value):
         raise ValueError(f"args: must be a list, got {value!r}")
     return tuple(_arg(item, f"args[{i}]") for i, item in enumerate(value))
 
 
 def _kwargs(value: Any) -> tuple[tuple[str, Arg], ...]:
     """Accept a mapping or (name, value) pairs; return the pairs sorted by name."""
-    if not isinstance(value, Mapping) and not _is_list(value):
+    if not is_list(value) and not isinstance(value, Mapping):
         raise ValueError(f"kwargs: must be an object, got {value!r}")
     normalised: dict[str, Arg] = {}
     for pair in value.items() if isinstance(value, Mapping) else value:
-        if not _is_list(pair) or len(pair) != 2:
+        if not is_list(pair) or len(pair) != 2:
             raise ValueError(f"kwargs: {pair!r} is not a (name, value) pair")
         name, item = pair
         if not isinstance(name, str) or not name or name in normalised:
@@ -213,33 +196,14 @@ def _kwargs(value: Any) -> tuple[tuple[str, Arg], ...]:
 
 def _outputs(value: Any) -> tuple[TensorSpec, ...]:
     """A list of tensors; a single tensor (object) is accepted too."""
-    single = isinstance(value, (TensorSpec, Mapping))
-    if not single and not _is_list(value):
+    single = type(value) is dict or isinstance(value, (TensorSpec, Mapping))
+    if not single and not is_list(value):
         raise ValueError(f"outputs: must be a list of tensors, got {value!r}")
     items = [("outputs", value)] if single else [(f"outputs[{i}]", v) for i, v in enumerate(value)]
     for path, item in items:
-        if not isinstance(item, (TensorSpec, Mapping)):
-            raise _object(path, f"must be a tensor object, got {item!r}")
+        if type(item) is not dict and not isinstance(item, (TensorSpec, Mapping)):
+            raise object_error(path, f"must be a tensor object, got {item!r}")
     return tuple(_tensor(item, path) for path, item in items)
-
-
-def _positive_int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if not _is_int(value) or value <= 0:
-        raise ValueError(f"{name}: must be a positive integer, got {value!r}")
-    return bounded_int(int(value), name)
-
-
-def _lengths(value: Any, name: str) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    if not _is_list(value):
-        raise ValueError(f"{name}: must be a list of non-negative integers, got {value!r}")
-    for i, item in enumerate(value):
-        if not _is_int(item) or item < 0:
-            raise ValueError(f"{name}[{i}]: must be a non-negative integer, got {item!r}")
-    return tuple(bounded_int(int(item), f"{name}[{i}]") for i, item in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -257,9 +221,9 @@ class LeafContext:
 
     def __post_init__(self) -> None:
         for name in ("ep_size", "tp_size", "num_requests", "num_devices"):
-            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+            object.__setattr__(self, name, positive_int(getattr(self, name), name))
         for name in ("query_lens", "kv_lens"):
-            object.__setattr__(self, name, _lengths(getattr(self, name), name))
+            object.__setattr__(self, name, lengths_of(getattr(self, name), name))
         if self.phase is not None:
             phase = self.phase.strip().lower() if isinstance(self.phase, str) else None
             if phase not in _PHASES:
@@ -275,17 +239,17 @@ class LeafContext:
     def from_json(cls, data: Mapping[str, Any] | None, path: str = "") -> LeafContext:
         """Build from a JSON object (None -> empty context); unknown keys are an error."""
         if data is None:
-            return cls()
+            return _NO_CONTEXT if cls is LeafContext else cls()
         if not isinstance(data, Mapping):
-            raise _object(path, f"must be an object, got {data!r}")
+            raise object_error(path, f"must be an object, got {data!r}")
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise _object(path, f"unknown key {unknown[0]!r}; known: {', '.join(known)}")
+            raise object_error(path, f"unknown key {unknown[0]!r}; known: {', '.join(known)}")
         try:
             return cls(**data)
         except ValueError as error:
-            raise _field(path, error) from None
+            raise field_error(path, error) from None
 
     def to_json(self) -> dict[str, Any]:
         """The non-None fields; length lists as JSON lists."""
@@ -295,6 +259,10 @@ class LeafContext:
             if value is not None:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+_NO_CONTEXT = LeafContext()
+"""The context of a descriptor that states none (frozen, so one instance serves all)."""
 
 
 @dataclass(frozen=True)
@@ -347,8 +315,8 @@ class LeafOp:
             data = load_json(data)
         if not isinstance(data, Mapping):
             raise ValueError(f"descriptor: must be a JSON object, got {type(data).__name__}")
-        unknown = sorted(set(data) - _TOP_LEVEL_KEYS)
-        if unknown:
+        if not data.keys() <= _TOP_LEVEL_KEYS:
+            unknown = sorted(set(data) - _TOP_LEVEL_KEYS)
             known = ", ".join(sorted(_TOP_LEVEL_KEYS))
             raise ValueError(f"descriptor: unknown key {unknown[0]!r}; known: {known}")
         if data.get("kwargs") is not None and not isinstance(data["kwargs"], Mapping):
@@ -371,6 +339,17 @@ class LeafOp:
         if context:
             out["context"] = context
         return out
+
+    def with_tensors(self, args: tuple[Arg, ...], kwargs: tuple[tuple[str, Arg], ...],
+                     outputs: tuple[TensorSpec, ...]) -> LeafOp:
+        """This leaf with its arguments, keywords and outputs replaced by values of this
+        leaf in which only tensors were swapped for other tensors (store/formats.py fills
+        formats so): already normalised, they are not validated again."""
+        copy = object.__new__(LeafOp)
+        for name, value in (("op", self.op), ("args", args), ("kwargs", kwargs),
+                            ("outputs", outputs), ("context", self.context)):
+            object.__setattr__(copy, name, value)
+        return copy
 
     def kwarg(self, name: str, default: Any = None) -> Any:
         """The keyword argument ``name``, or ``default`` when it was not given."""

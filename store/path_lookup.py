@@ -193,7 +193,8 @@ class PathRunner:
         every = req.path.axis_transforms(req.ctx.policy)
         transforms = tuple(every[i] for i in group)
         for prepared in columns:
-            goal = _transform(np.array([[target.axes[i] for i in group]]), transforms)[0]
+            goal = np.array([float(fn(float(target.axes[i]))) if fn else float(target.axes[i])
+                             for i, fn in zip(group, transforms)])
             geometry = self._geometry(req, target, group, prepared, transforms, goal)
             tried.append({"axes": _names(req.path, group), "latency_column": prepared.column,
                           "candidates": len(prepared.points),

@@ -39,8 +39,9 @@ class Extraction:
     axes: tuple[float, ...]
     semantic: str | None = None
 
-    @property
+    @functools.cached_property
     def regime_key(self) -> str:
+        """Computed once: a lookup reads it for every query and cache key of the regime."""
         return regime_key(self.regime)
 
 
@@ -127,6 +128,11 @@ class OperatorPath:
     weight): with formats unstated, a format whose rows measure the target on these axes
     is preferred over one that reaches it only by interpolating across them
     (store/format_inference.py)."""
+    formats_as_layout: ClassVar[bool] = False
+    """The target reads a tensor's format only through ``shapes.logical_shape`` (and
+    rank-preserving kernel normalisers): then no format changes the target of a leaf
+    whose unstated tensors all have rank < 4 (a FRACTAL_NZ layout has four dimensions),
+    and the lookup need not read the kernel's measured formats for it."""
     phase1_kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
     MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""

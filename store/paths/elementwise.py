@@ -54,6 +54,7 @@ class ElementwisePath(OperatorPath):
     axis_names = ("axis_0", "axis_1")
     axis_groups = ((0,), (1,), (0, 1))
     ceiling = 2
+    formats_as_layout = True
     owns_exact = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:

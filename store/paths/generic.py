@@ -46,6 +46,7 @@ class GenericComputePath(OperatorPath):
     axis_names = ("axis_0",)
     axis_groups = ((0,),)
     ceiling = 1
+    formats_as_layout = True
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         present = row.present_inputs()
