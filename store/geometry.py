@@ -84,7 +84,7 @@ def _fail(diag: Diagnostic, message: str, boundary: dict[str, Any],
 
 def _guard_message(vertex_values: list[float], value: float) -> str | None:
     """Why a non-exact result is not a trustworthy latency, or None when it is."""
-    if not all(math.isfinite(v) and v > 0 for v in vertex_values):
+    if not all(0 < v < math.inf for v in vertex_values):  # NaN fails both comparisons
         return f"a vertex latency is non-finite or non-positive ({vertex_values})"
     if not math.isfinite(value) or value <= 0:
         return f"interpolated latency {value!r} is non-finite or non-positive"
@@ -99,9 +99,9 @@ def _finish(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.nd
             boundary: dict[str, Any], message: str) -> GeometryResult:
     """Combine weights and values (numpy's dot), then apply the latency guard. The guard
     reads Python floats: on two to four vertices numpy's per-call cost would dominate."""
-    w = tuple(float(v) for v in weights)
+    w = tuple(weights.tolist())
     values = vertex_values.tolist()
-    if _tame(w) and _tame(values):
+    if all(-1e150 < x < 1e150 for x in (*w, *values)):  # no dot product of these can warn
         value = float(np.dot(weights, vertex_values))
     else:  # an infinite, NaN or huge input: the guard reports it, numpy must not warn
         with np.errstate(invalid="ignore", over="ignore"):
@@ -110,11 +110,6 @@ def _finish(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.nd
     if problem is not None:
         return _fail(Diagnostic.LATENCY_GUARD, problem, boundary, vertices, w)
     return GeometryResult(Diagnostic.INTERPOLATED, value, vertices, w, boundary, message)
-
-
-def _tame(numbers: Sequence[float]) -> bool:
-    """Finite and far from overflow, so a dot product of a few of them cannot warn."""
-    return all(abs(x) < 1e150 for x in numbers)
 
 
 def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray,
@@ -171,7 +166,7 @@ class Line:
 
     def at(self, x: float, axis_name: str = "x") -> GeometryResult:
         """Interpolate at ``x`` (see ``interpolate_1d``)."""
-        if not np.isfinite(x):
+        if not (math.isfinite(x) if type(x) is float else np.isfinite(x)):
             raise ValueError("coordinates and target must be finite")
         x, xl, sx, ya = float(x), self.xl, self.sx, self.ya
         if self.duplicates:

@@ -289,7 +289,7 @@ class LeafOp:
         return cached
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_tensor_inputs")}
 
     def __post_init__(self) -> None:
         if self.op is None:
@@ -369,5 +369,10 @@ class LeafOp:
             return default
 
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
-        """Tensors among the positional args, in order, lists flattened; non-tensors skipped."""
-        return tuple(tensor for value in self.args for tensor in _walk_tensors(value))
+        """Tensors among the positional args, in order, lists flattened; non-tensors skipped
+        (found once per leaf: both the base lookup and the path read them)."""
+        found = self.__dict__.get("_tensor_inputs")
+        if found is None:
+            found = tuple(tensor for value in self.args for tensor in _walk_tensors(value))
+            self.__dict__["_tensor_inputs"] = found
+        return found

@@ -33,9 +33,8 @@ def shape_of(value: Any, path: str) -> tuple[int, ...]:
     if not is_list(value):
         raise ValueError(f"{path}: must be a list of non-negative integers, got {value!r}")
     if all(type(d) is int and 0 <= d <= MAX_INT for d in value):  # the usual case
-        dims = tuple(value)
-        bounded_numel(dims, path)
-        return dims
+        bounded_numel(tuple(value), path)
+        return tuple(value)
     dims = []
     for dim in value:
         if not is_int(dim):

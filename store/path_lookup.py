@@ -4,7 +4,7 @@ interpolation inside the regime (RFC §3.3, §3.4; DESIGN §5)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,6 @@ from profstore.attempt import Attempt
 from profstore.candidates import CandidateQueries, MeasuredRow, RegimeSlice
 from profstore.duplicates import merge_coordinate
 from profstore.geometry import Diagnostic, GeometryResult, Line
-from profstore.latency import column_rank
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
@@ -70,6 +69,31 @@ class Prepared:
         if found is None:
             found = self.views[key] = Line(self.coords(transforms)[:, 0], self.values)
         return found
+
+
+class Candidates:
+    """One axis group's candidate rows per latency column, most preferred column first.
+    A column's merged coordinates are built when the lookup first reaches it: an answer
+    from the preferred column never merges the others."""
+
+    def __init__(self, by_column: dict[str, list[MeasuredRow]], group: tuple[int, ...],
+                 semantic: str | None, policy: KernelPolicy) -> None:
+        rank = policy.column_rank
+        self.columns = sorted(by_column, key=lambda c: rank.get(c, len(rank)))
+        self._rows, self._group, self._semantic, self._policy = by_column, group, semantic, policy
+        self._made: dict[str, Prepared] = {}
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self) -> Iterator[Prepared]:
+        for column in self.columns:
+            made = self._made.get(column)
+            if made is None:
+                made = self._made[column] = Prepared(column, *_merge_points(
+                    self._rows[column], self._group, self._semantic,
+                    self._policy.column_rank, self._policy.require_semantic_unique))
+            yield made
 
 
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
@@ -136,7 +160,7 @@ class PathRunner:
         if not rows:
             return None
         policy = req.ctx.policy
-        outcome = merge_coordinate(rows, column_rank(policy),
+        outcome = merge_coordinate(rows, policy.column_rank,
                                    unique_required=policy.require_semantic_unique,
                                    semantic=target.semantic)
         if outcome.merged is None:
@@ -205,9 +229,9 @@ class PathRunner:
         return None
 
     def _candidates(self, req: PathRequest, target: Extraction, regime_slice: RegimeSlice,
-                    group: tuple[int, ...]) -> list[Prepared]:
-        """The group's candidate coordinates per latency column, duplicates merged; cached
-        per regime, group, fixed-axis values, semantic and exclusion."""
+                    group: tuple[int, ...]) -> Candidates:
+        """The group's candidate rows per latency column; cached per regime, group,
+        fixed-axis values, semantic and exclusion."""
         fixed = tuple((i, target.axes[i]) for i in range(len(target.axes)) if i not in group)
         policy = req.ctx.policy
         key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
@@ -216,21 +240,18 @@ class PathRunner:
         cached = self._prepared.get(key)
         if cached is not None:
             return cached
-        mask = np.ones(len(regime_slice), dtype=bool)
-        for i, value in fixed:
-            mask &= regime_slice.axes[:, i] == value
-        rank = column_rank(policy)
+        rows: Sequence[MeasuredRow] = regime_slice.rows
+        if fixed:
+            mask = np.ones(len(regime_slice), dtype=bool)
+            for i, value in fixed:
+                mask &= regime_slice.axes[:, i] == value
+            rows = [row for row, keep in zip(rows, mask.tolist()) if keep]
         by_column: dict[str, list[MeasuredRow]] = defaultdict(list)
-        for row, keep in zip(regime_slice.rows, mask):
-            if keep:
-                by_column[row.latency_column].append(row)
-        prepared = [
-            Prepared(column, *_merge_points(by_column[column], group, target.semantic, rank,
-                                            policy.require_semantic_unique))
-            for column in sorted(by_column, key=lambda c: rank.get(c, len(rank)))
-        ]
-        self._prepared.put(key, prepared)
-        return prepared
+        for row in rows:
+            by_column[row.latency_column].append(row)
+        candidates = Candidates(by_column, group, target.semantic, policy)
+        self._prepared.put(key, candidates)
+        return candidates
 
     def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
                   prepared: Prepared, transforms: tuple[AxisTransform | None, ...],

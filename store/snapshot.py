@@ -72,18 +72,16 @@ class _Pinned:
         raw = conn.connection.dbapi_connection
         assert raw is not None, "a checked-out connection has its DBAPI connection"
         self.raw = raw
+        self._cursor = raw.cursor() if self.sqlite else None
+        """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
         self._version: int | None = None
         self._fingerprint: Fingerprint | None = None
 
     def begin(self) -> None:
-        if self.sqlite:
-            cursor = self.raw.cursor()
-            cursor.execute("BEGIN")
-            cursor.execute("PRAGMA data_version")
-            row = cursor.fetchone()
-            assert row is not None, "PRAGMA data_version returns one row"
-            version = int(row[0])
-            cursor.close()
+        if self._cursor is not None:
+            self._cursor.execute("BEGIN")
+            rows = self._cursor.execute("PRAGMA data_version").fetchall()  # read to the end
+            version = int(rows[0][0])
             if version != self._version:
                 self._version, self._fingerprint = version, None
 
@@ -100,6 +98,9 @@ class _Pinned:
 
     def close(self) -> None:
         with suppress(Exception):  # a connection already broken has nothing to return
+            if self._cursor is not None:
+                self._cursor.close()
+        with suppress(Exception):
             self.conn.close()
 
     def __del__(self) -> None:  # the thread ended: its connection goes back to the pool
