@@ -322,13 +322,18 @@ class _RowError(ValueError):
         self.code = code
 
 
+_SIDE_COLUMNS = {side: (f"{side} Shapes", f"{side} Data Types", f"{side} Formats")
+                 for side in ("Input", "Output")}
+
+
 def _slots(cells: Mapping[str, str], side: str) -> tuple[Slot, ...]:
+    shapes_column, dtypes_column, formats_column = _SIDE_COLUMNS[side]
     try:
-        shapes = parse_shape_cell(cells[f"{side} Shapes"])
+        shapes = parse_shape_cell(cells[shapes_column])
     except ShapeParseError as exc:
         raise _RowError(RejectCode.SHAPE_UNPARSABLE, str(exc)) from exc
-    dtypes = _dtype_cell(cells[f"{side} Data Types"], side)
-    formats = parse_list_cell(cells[f"{side} Formats"])
+    dtypes = _dtype_cell(cells[dtypes_column], side)
+    formats = parse_list_cell(cells[formats_column])
     if not (len(shapes) == len(dtypes) == len(formats)):
         raise _RowError(
             RejectCode.SLOT_COUNT_MISMATCH,

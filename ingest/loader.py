@@ -12,27 +12,19 @@ from pathlib import Path
 
 from profstore import schema as t
 from profstore.db import bulk_load_settings
-from profstore.ingest.csvfile import (
-    LFS_MARKER,
-    FileReadout,
-    FileRefusal,
-    RejectCode,
-    read_kernel_csv,
-    refuse_file,
-    split_text,
-)
+from profstore.ingest.csvfile import LFS_MARKER, RejectCode
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,
     VersionEntries,
     VersionSource,
     content_hash,
-    file_hash,
     scan_entries,
     survey,
 )
-from profstore.ingest.hccl import CommReadout, is_comm_csv, read_comm_csv
+from profstore.ingest.files import FileCounts, FileJob, write_file
 from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
+from profstore.ingest.parallel import convert_in_workers, worker_count
 from profstore.ingest.rows_to_sql import RowWriter
 from profstore.mapping import MappingError, VersionMapping, load_mapping
 from sqlalchemy import Connection, Engine, delete, func, insert, select
@@ -98,12 +90,14 @@ def ingest_path(
     allow_missing_mapping: bool = False,
     wait: bool = True,
     on_wait: WaitFn | None = None,
+    workers: int | None = None,
 ) -> list[VersionSummary]:
     """Ingest every version under ``path``, holding the database's ingest lock (another
     ingest running: ``on_wait(message)``, then wait, or ``IngestBusy`` when not ``wait``).
     A version that cannot be ingested gets a ``failed`` summary and the others go on.
     ``row_hook(n)`` is called after each file with the running row count (tests inject
-    failures through it)."""
+    failures through it). ``workers``: processes that read and convert files while this
+    one writes (0: all in this process; None: chosen by ``ingest.parallel.worker_count``)."""
     found = survey(Path(path))
     summaries = [_note(p, "empty", f"empty version directory {p}: no CSV files, nothing "
                        "ingested") for p in found.empty]
@@ -114,7 +108,7 @@ def ingest_path(
             try:
                 summaries.append(ingest_version(
                     engine, source, progress=progress, row_hook=row_hook,
-                    allow_missing_mapping=allow_missing_mapping))
+                    allow_missing_mapping=allow_missing_mapping, workers=workers))
             except ValueError as exc:  # an alias collision, a refused mapping
                 summaries.append(VersionSummary(source.short_alias, source.directory,
                                                 "failed", message=f"not ingested: {exc}"))
@@ -133,6 +127,7 @@ def ingest_version(
     progress: ProgressFn | None = None,
     row_hook: Callable[[int], None] | None = None,
     allow_missing_mapping: bool = False,
+    workers: int | None = None,
 ) -> VersionSummary:
     started = time.perf_counter()
     entries = scan_entries(source.path)
@@ -151,7 +146,7 @@ def ingest_version(
             if existing is not None:
                 _delete_profile(conn, existing.id)
             loading = _Loading(source, alias, files, entries, outcome)
-            summary = _load(conn, loading, digest, progress, row_hook)
+            summary = _load(conn, loading, digest, progress, row_hook, workers)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -198,35 +193,28 @@ def _load(
     digest: str,
     progress: ProgressFn | None,
     row_hook: Callable[[int], None] | None,
+    workers: int | None = None,
 ) -> VersionSummary:
-    source, files = loading.source, loading.files
+    source = loading.source
     profile_id = _insert_profile(conn, source, loading.alias, digest)
     writer = RowWriter(conn, profile_id)
     mapping = _write_mapping(writer, loading.mapping)
     summary = VersionSummary(loading.alias, source.directory, "ingested")
-    conflicts = {name: group for group in loading.entries.conflicts for name in group}
-    csv_names = [n for n in sorted(files) if n.lower().endswith(".csv")]
-    for done, name in enumerate(csv_names, start=1):
-        kernel = Path(name).stem
-        readout: CommReadout | FileReadout
-        if source.framework == HCCL or is_comm_csv(files[name]):
-            readout = read_comm_csv(files[name])
-        elif name in conflicts:
-            readout = _conflict_readout(files[name], name, conflicts[name])
-        else:
-            readout = read_kernel_csv(files[name], kernel, mapping.policy(kernel))
-        _write_file(writer, source, name, files[name], readout, mapping)
-        _count(summary, readout)
+    jobs = _jobs(loading)
+    total = sum(1 for job in jobs if job.refusal is None)
+    count = worker_count(conn, jobs, workers)
+    converted = (convert_in_workers(writer, mapping, jobs, count) if count
+                 else ((job, write_file(writer, job, mapping)) for job in jobs))
+    for job, counts in converted:
+        if job.refusal is not None:
+            summary.refused_files.append(f"{job.name} ({job.refusal})")
+            continue
+        _count(summary, counts)
         writer.flush()
         if row_hook:
             row_hook(summary.rows_read)
         if progress:
-            progress(loading.alias, done, len(csv_names))
-    for entry in loading.entries.refused:
-        empty = CommReadout(refusal=entry.reason) if source.framework == HCCL \
-            else FileReadout(refusal=entry.reason)
-        _write_file(writer, source, entry.name, b"", empty, mapping)
-        summary.refused_files.append(f"{entry.name} ({entry.reason})")
+            progress(loading.alias, summary.files, total)
     writer.flush()
     summary.refused_files += [f"{' / '.join(group)} (names differ only by case; every row "
                               "rejected)" for group in loading.entries.conflicts]
@@ -234,34 +222,24 @@ def _load(
     return summary
 
 
-def _write_file(writer: RowWriter, source: VersionSource, name: str, raw: bytes,
-                readout, mapping: VersionMapping) -> None:
-    if source.framework == HCCL or isinstance(readout, CommReadout):
-        writer.write_comm_file(name, Path(name).stem, file_hash(raw), readout)
-    else:
-        writer.write_kernel_file(name, Path(name).stem, file_hash(raw), readout, mapping)
+def _jobs(loading: _Loading) -> list[FileJob]:
+    """The version's CSVs in name order, then the entries that could not be opened."""
+    hccl = loading.source.framework == HCCL
+    conflicts = {name: tuple(group) for group in loading.entries.conflicts for name in group}
+    files = loading.files
+    jobs = [FileJob(name, files[name], hccl, conflicts.get(name, ()))
+            for name in sorted(files) if name.lower().endswith(".csv")]
+    jobs += [FileJob(entry.name, b"", hccl, refusal=entry.reason)
+             for entry in loading.entries.refused]
+    return jobs
 
 
-def _count(summary: VersionSummary, readout) -> None:
+def _count(summary: VersionSummary, counts: FileCounts) -> None:
     summary.files += 1
-    summary.rows_read += readout.rows_read
-    summary.rows_accepted += len(readout.accepted)
-    summary.rows_rejected += len(readout.rejected)
-    summary.reasons.update(r.code.value for r in readout.rejected)
-
-
-def _conflict_reason(name: str, group: list[str]) -> str:
-    others = ", ".join(n for n in group if n != name)
-    return (f"{name} differs only by case from {others}: which file holds the kernel is "
-            f"ambiguous, so none is used; rename or remove all but one")
-
-
-def _conflict_readout(raw: bytes, name: str, group: list[str]) -> FileReadout:
-    """Every data row of a case-conflicting file, rejected with the conflict."""
-    split = split_text(raw)
-    reason = _conflict_reason(name, group)
-    return refuse_file(FileReadout(), FileRefusal(RejectCode.NAME_CONFLICT, reason,
-                                                  split.lines))
+    summary.rows_read += counts.rows_read
+    summary.rows_accepted += counts.rows_accepted
+    summary.rows_rejected += counts.rows_rejected
+    summary.reasons.update(counts.reject_codes)
 
 
 def _insert_profile(conn: Connection, source: VersionSource, alias: str, digest: str) -> int:

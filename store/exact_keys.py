@@ -50,17 +50,15 @@ class PrefixKeys(NamedTuple):
 def prefix_keys(row: CsvRow) -> list[PrefixKeys]:
     """Raw and stripped keys of every input prefix, built in one pass over the slots."""
     found: list[PrefixKeys] = []
-    raw_parts: list[str] = []
-    stripped_parts: list[str] = []
+    raw_body = stripped_body = ""
     strippable = False
-    for slot in row.present_inputs():
+    for n, slot in enumerate(row.present_inputs(), start=1):
         raw, stripped = _slot_parts(slot.shape, slot.dtype)
         strippable = strippable or raw != stripped
-        raw_parts.append(raw)
-        stripped_parts.append(stripped)
-        n = len(raw_parts)
-        found.append(PrefixKeys(f"{RAW}{n}|{';'.join(raw_parts)}",
-                                f"{STRIPPED}{n}|{';'.join(stripped_parts)}", strippable))
+        raw_body = f"{raw_body};{raw}" if n > 1 else raw
+        stripped_body = f"{stripped_body};{stripped}" if n > 1 else stripped
+        found.append(PrefixKeys(f"{RAW}{n}|{raw_body}", f"{STRIPPED}{n}|{stripped_body}",
+                                strippable))
     return found
 
 

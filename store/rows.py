@@ -48,10 +48,16 @@ class CsvRow:
     extras: Mapping[str, str] = field(default_factory=dict)
 
     def present_inputs(self) -> tuple[Slot, ...]:
-        return tuple(s for s in self.inputs if s.present)
+        found = self.__dict__.get("_present_inputs")
+        if found is None:  # several paths and the exact keys ask per row: computed once
+            found = self.__dict__["_present_inputs"] = _present(self.inputs)
+        return found
 
     def present_outputs(self) -> tuple[Slot, ...]:
-        return tuple(s for s in self.outputs if s.present)
+        found = self.__dict__.get("_present_outputs")
+        if found is None:
+            found = self.__dict__["_present_outputs"] = _present(self.outputs)
+        return found
 
     def extra(self, column: str) -> str | None:
         """The stripped text of an extra column; None when the column is absent."""
@@ -60,3 +66,7 @@ class CsvRow:
 
     def has_column(self, column: str) -> bool:
         return column in self.extras
+
+
+def _present(slots: tuple[Slot, ...]) -> tuple[Slot, ...]:
+    return tuple(s for s in slots if s.shape is not None)

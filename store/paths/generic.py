@@ -37,7 +37,7 @@ from profstore.paths.base import (
 )
 from profstore.result import Reason
 from profstore.rows import CsvRow
-from profstore.shapes import Shape, drop_batch_dim, numel
+from profstore.shapes import Shape, drop_batch_dim, numel, shape_text
 
 
 class GenericComputePath(OperatorPath):
@@ -54,16 +54,11 @@ class GenericComputePath(OperatorPath):
             return refuse(Reason.TARGET_UNAVAILABLE, "row has no input tensors")
         outputs = [s.known_shape for s in row.present_outputs()]
         counts = {len(present)} | {n for n in ctx.tc_input_counts if n <= len(present)}
-        extractions = []
-        for n in sorted(counts):
-            extractions.append(unwrap(generic_extraction(
-                ctx.kernel_type,
-                [s.known_shape for s in present[:n]],
-                [s.dtype for s in present[:n]],
-                outputs,
-                ctx.policy.generic_axis,
-            )))
-        return extractions
+        shapes = [s.known_shape for s in present]
+        dtypes = [s.dtype for s in present]
+        return [unwrap(generic_extraction(ctx.kernel_type, shapes[:n], dtypes[:n], outputs,
+                                          ctx.policy.generic_axis))
+                for n in sorted(counts)]
 
     def target_regime(self, leaf: LeafOp, ctx: TargetContext) -> Extraction | Refusal:
         shapes, dtypes = target_signature(leaf, ctx.entry, ctx.kernel_type)
@@ -86,7 +81,7 @@ def generic_extraction(
     if not first:
         return refuse(Reason.TARGET_UNAVAILABLE, "first input is a scalar: no axis_0")
     tokens = first[0]
-    signature = ";".join(_token_pattern(drop_batch_dim(s), tokens) for s in shapes)
+    signature = ";".join([_token_pattern(drop_batch_dim(s), tokens) for s in shapes])
     regime = {
         "kernel": kernel,
         "axis": "axis_0",
@@ -99,8 +94,8 @@ def generic_extraction(
 
 def _token_pattern(shape: Shape, tokens: int) -> str:
     if shape and shape[0] == tokens:
-        return ",".join(["T", *(str(d) for d in shape[1:])])
-    return ",".join(str(d) for d in shape) if shape else "()"
+        return "T," + shape_text(shape[1:]) if len(shape) > 1 else "T"
+    return shape_text(shape)
 
 
 #: Profiler dtypes of index tensors (their length moves with a gather's output).
