@@ -22,7 +22,7 @@ from profstore.ingest.discover import (
     scan_entries,
     survey,
 )
-from profstore.ingest.files import FileCounts, FileJob, write_file
+from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
 from profstore.ingest.parallel import convert_in_workers, worker_count
 from profstore.ingest.rows_to_sql import RowWriter
@@ -142,7 +142,7 @@ def ingest_version(
         if existing is not None and existing.content_hash == digest:
             return VersionSummary(alias, source.directory, "unchanged",
                                   message=f"unchanged ({source.directory}), skipped")
-        with bulk_load_settings(conn):
+        with bulk_load_settings(conn), gc_paused():
             if existing is not None:
                 _delete_profile(conn, existing.id)
             loading = _Loading(source, alias, files, entries, outcome)

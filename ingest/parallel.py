@@ -16,6 +16,7 @@ modules, so it starts in milliseconds) and inputs large enough to pay for it.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -25,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from profstore import schema as t
-from profstore.ingest.files import FileCounts, FileJob, write_file
+from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.rows_to_sql import COLUMNS, WIDE_POINT_COLUMNS, RowWriter
 from profstore.mapping import VersionMapping
 from sqlalchemy import Connection, create_engine, func, select
@@ -70,6 +71,7 @@ def _start_worker(setup: _WorkerSetup) -> None:
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != setup.parent:
             os._exit(1)
+    gc.freeze()  # the loader's objects, inherited: never walked (nor copied) by the collector
     conn = create_engine("sqlite://").connect()
     for statement in setup.ddl:
         conn.exec_driver_sql(statement)
@@ -80,7 +82,8 @@ def _convert(job: FileJob) -> tuple[Buffers, FileCounts]:
     assert _worker is not None, "the pool's initializer sets the worker up"
     conn, setup = _worker
     writer = RowWriter(conn, setup.profile_id)
-    counts = write_file(writer, job, setup.mapping)
+    with gc_paused():
+        counts = write_file(writer, job, setup.mapping)
     assert not writer.dicts, "a data file adds no mapping rows"
     return writer.buffers, counts
 
