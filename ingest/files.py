@@ -55,7 +55,7 @@ def write_file(writer: RowWriter, job: FileJob, mapping: VersionMapping) -> File
     """Read ``job`` and buffer its rows in ``writer`` (nothing is flushed)."""
     readout = _readout(job, mapping)
     stem = Path(job.name).stem
-    if job.hccl or isinstance(readout, CommReadout):
+    if isinstance(readout, CommReadout):  # every file of an HCCL version is one
         writer.write_comm_file(job.name, stem, file_hash(job.raw), readout)
     else:
         writer.write_kernel_file(job.name, stem, file_hash(job.raw), readout, mapping)

@@ -34,6 +34,8 @@ from sqlalchemy import Connection, create_engine, func, select
 MIN_PARALLEL_BYTES = 2 << 20
 """Below this many bytes of CSV a version loads in-process (two forks and the row
 transfer cost more than they save on a few thousand rows)."""
+MAX_WORKERS = 3
+"""More would wait on the single writer: converting a file costs about twice writing it."""
 _PR_SET_PDEATHSIG = 1
 
 Buffers = dict[str, list[tuple]]
@@ -41,7 +43,8 @@ Buffers = dict[str, list[tuple]]
 
 def worker_count(conn: Connection, jobs: Sequence[FileJob], requested: int | None) -> int:
     """Workers for this load: ``requested`` when given (0 = in-process), otherwise one
-    per usable core when the target, the platform and the input size allow it."""
+    per usable core (at most ``MAX_WORKERS``) when the target, the platform and the input
+    size allow it."""
     if conn.dialect.name != "sqlite" or "fork" not in multiprocessing.get_all_start_methods():
         return 0
     if requested is not None:
@@ -49,7 +52,7 @@ def worker_count(conn: Connection, jobs: Sequence[FileJob], requested: int | Non
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     if cores < 2 or sum(len(j.raw) for j in jobs) < MIN_PARALLEL_BYTES:
         return 0
-    return cores
+    return min(cores, MAX_WORKERS)
 
 
 @dataclass(frozen=True)
