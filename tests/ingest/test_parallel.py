@@ -46,16 +46,18 @@ def corpus_root(tmp_path: Path) -> Path:
 
 
 def stored(path: Path) -> dict[str, list[tuple]]:
-    """Every table's rows in rowid order (the ingest time aside)."""
+    """Every table's rows in insertion (rowid) order, or primary-key order for a table
+    without rowid; the ingest time aside."""
     with sqlite3.connect(path) as conn:
-        tables = [name for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                              "AND name NOT LIKE 'sqlite_%'").fetchall()
         found = {}
-        for table in tables:
+        for table, sql in tables:
             columns = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")
                        if c[1] != "ingested_at"]
+            order = "" if "WITHOUT ROWID" in sql.upper() else " ORDER BY rowid"
             found[table] = conn.execute(
-                f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
+                f"SELECT {', '.join(columns)} FROM {table}{order}").fetchall()
     return found
 
 
