@@ -6,30 +6,26 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from profstore import schema as t
 from profstore.db import bulk_load_settings
-from profstore.ingest.csvfile import LFS_MARKER, RejectCode
+from profstore.ingest.ahead import ReadAhead, VersionRead
 from profstore.ingest.discover import (
-    HCCL,
     MAPPING_FILE,
-    VersionEntries,
     VersionSource,
-    content_hash,
-    scan_entries,
     survey,
 )
-from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
+from profstore.ingest.files import FileCounts, gc_paused, write_file
 from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
-from profstore.ingest.parallel import convert_in_workers, worker_count
+from profstore.ingest.mapping_file import EMPTY_MAPPING, MappingOutcome
+from profstore.ingest.parallel import WorkerPool
 from profstore.ingest.rows_to_sql import RowWriter
-from profstore.mapping import MappingError, VersionMapping, load_mapping
+from profstore.mapping import VersionMapping
 from sqlalchemy import Connection, Engine, delete, func, insert, select
-
-EMPTY_MAPPING = VersionMapping(header={}, entries={}, policies={})
 
 ProgressFn = Callable[[str, int, int], None]
 """progress(label, files_done, files_total)."""
@@ -38,16 +34,6 @@ ALLOW_FLAG = "--allow-missing-mapping"
 
 class MappingRefused(ValueError):
     """The version's op_mapping.yaml cannot be used and the caller did not allow that."""
-
-
-@dataclass(frozen=True)
-class MappingOutcome:
-    """The parsed mapping, the rejected-row records for the file, and ``fatal`` when the
-    file as a whole is unusable (a Git LFS pointer, not UTF-8, broken YAML, a bomb)."""
-
-    mapping: VersionMapping
-    rejects: list[tuple[RejectCode, str]]
-    fatal: str | None = None
 
 
 @dataclass
@@ -103,12 +89,14 @@ def ingest_path(
                        "ingested") for p in found.empty]
     summaries += [_note(p, "repeat", f"{p} is {same} reached again through a symlink; "
                         "ingested once") for p, same in found.repeats]
-    with ingest_lock(engine, wait=wait, on_wait=on_wait):
-        for source in found.sources:
+    with ingest_lock(engine, wait=wait, on_wait=on_wait), WorkerPool(workers) as pool:
+        ahead = ReadAhead(pool, allow_missing_mapping)
+        for i, source in enumerate(found.sources):
+            ahead.following = found.sources[i + 1] if i + 1 < len(found.sources) else None
             try:
                 summaries.append(ingest_version(
                     engine, source, progress=progress, row_hook=row_hook,
-                    allow_missing_mapping=allow_missing_mapping, workers=workers))
+                    allow_missing_mapping=allow_missing_mapping, ahead=ahead))
             except ValueError as exc:  # an alias collision, a refused mapping
                 summaries.append(VersionSummary(source.short_alias, source.directory,
                                                 "failed", message=f"not ingested: {exc}"))
@@ -128,38 +116,54 @@ def ingest_version(
     row_hook: Callable[[int], None] | None = None,
     allow_missing_mapping: bool = False,
     workers: int | None = None,
+    ahead: ReadAhead | None = None,
 ) -> VersionSummary:
+    """Ingest one version in one transaction. ``ahead``: the ingest call's read-ahead and
+    worker pool (without it, a pool of ``workers`` for this version alone)."""
     started = time.perf_counter()
-    entries = scan_entries(source.path)
-    files = {p.name: p.read_bytes() for p in entries.readable}
-    outcome = parse_mapping(files)
-    if outcome.fatal and not allow_missing_mapping:
-        raise MappingRefused(f"{source.path / MAPPING_FILE}: {outcome.fatal}; pass "
+    with ExitStack() as stack:
+        if ahead is None:
+            ahead = ReadAhead(stack.enter_context(WorkerPool(workers)), allow_missing_mapping)
+        try:
+            summary = _ingest_read(engine, source, ahead.take(source), ahead, progress,
+                                   row_hook, allow_missing_mapping)
+        finally:
+            ahead.pool.discard(source.path)  # submitted but not loaded (unchanged, failed)
+    if summary.status == "ingested":
+        summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _ingest_read(engine: Engine, source: VersionSource, read: VersionRead, ahead: ReadAhead,
+                 progress: ProgressFn | None, row_hook: Callable[[int], None] | None,
+                 allow_missing_mapping: bool) -> VersionSummary:
+    if read.mapping.fatal and not allow_missing_mapping:
+        raise MappingRefused(f"{source.path / MAPPING_FILE}: {read.mapping.fatal}; pass "
                              f"{ALLOW_FLAG} to ingest the version without it")
-    digest = content_hash(files)
     with write_transaction(engine) as conn:
         alias, existing = _resolve_alias(conn, source)
-        if existing is not None and existing.content_hash == digest:
+        if existing is not None and existing.content_hash == read.digest:
             return VersionSummary(alias, source.directory, "unchanged",
                                   message=f"unchanged ({source.directory}), skipped")
         with bulk_load_settings(conn), gc_paused():
             if existing is not None:
                 _delete_profile(conn, existing.id)
-            loading = _Loading(source, alias, files, entries, outcome)
-            summary = _load(conn, loading, digest, progress, row_hook, workers)
-    summary.seconds = time.perf_counter() - started
-    return summary
+            pool = ahead.pool if ahead.pool.wanted(conn.dialect.name, read.jobs) else None
+            if pool is not None:
+                pool.submit(conn, source.path, read.jobs, read.mapping_raw)
+            ahead.start_following(conn)
+            return _load(conn, _Loading(source, alias, read, pool), progress, row_hook)
 
 
 @dataclass(frozen=True)
 class _Loading:
-    """What one version's load reads: its files' bytes, its entries, its mapping."""
+    """One version's load: what was read, its alias, and the workers converting it (None:
+    converted in this process)."""
 
     source: VersionSource
     alias: str
-    files: dict[str, bytes]
-    entries: VersionEntries
-    mapping: MappingOutcome
+    read: VersionRead
+    pool: WorkerPool | None
 
 
 def _resolve_alias(conn: Connection, source: VersionSource):
@@ -190,21 +194,18 @@ def _delete_profile(conn: Connection, profile_id: int) -> None:
 def _load(
     conn: Connection,
     loading: _Loading,
-    digest: str,
     progress: ProgressFn | None,
     row_hook: Callable[[int], None] | None,
-    workers: int | None = None,
 ) -> VersionSummary:
-    source = loading.source
-    profile_id = _insert_profile(conn, source, loading.alias, digest)
+    source, read = loading.source, loading.read
+    profile_id = _insert_profile(conn, source, loading.alias, read.digest)
     writer = RowWriter(conn, profile_id)
-    mapping = _write_mapping(writer, loading.mapping)
+    mapping = _write_mapping(writer, read.mapping)
     summary = VersionSummary(loading.alias, source.directory, "ingested")
-    jobs = _jobs(loading)
-    total = sum(1 for job in jobs if job.refusal is None)
-    count = worker_count(conn, jobs, workers)
-    converted = (convert_in_workers(writer, mapping, jobs, count) if count
-                 else ((job, write_file(writer, job, mapping)) for job in jobs))
+    total = sum(1 for job in read.jobs if job.refusal is None)
+    converted = (loading.pool.convert(writer, source.path, read.jobs, read.mapping_raw)
+                 if loading.pool is not None
+                 else ((job, write_file(writer, job, mapping)) for job in read.jobs))
     for job, counts in converted:
         if job.refusal is not None:
             summary.refused_files.append(f"{job.name} ({job.refusal})")
@@ -217,21 +218,9 @@ def _load(
             progress(loading.alias, summary.files, total)
     writer.flush()
     summary.refused_files += [f"{' / '.join(group)} (names differ only by case; every row "
-                              "rejected)" for group in loading.entries.conflicts]
+                              "rejected)" for group in read.entries.conflicts]
     _finish_profile(conn, profile_id, summary, mapping)
     return summary
-
-
-def _jobs(loading: _Loading) -> list[FileJob]:
-    """The version's CSVs in name order, then the entries that could not be opened."""
-    hccl = loading.source.framework == HCCL
-    conflicts = {name: tuple(group) for group in loading.entries.conflicts for name in group}
-    files = loading.files
-    jobs = [FileJob(name, files[name], hccl, conflicts.get(name, ()))
-            for name in sorted(files) if name.lower().endswith(".csv")]
-    jobs += [FileJob(entry.name, b"", hccl, refusal=entry.reason)
-             for entry in loading.entries.refused]
-    return jobs
 
 
 def _count(summary: VersionSummary, counts: FileCounts) -> None:
@@ -261,29 +250,6 @@ def _insert_profile(conn: Connection, source: VersionSource, alias: str, digest:
         )
     )
     return next_id
-
-
-def parse_mapping(files: dict[str, bytes]) -> MappingOutcome:
-    """The version's mapping. A file that cannot be used at all is ``fatal`` (the caller
-    refuses the version unless allowed) and becomes a rejected row of op_mapping.yaml;
-    the CSVs then ingest under the default policy."""
-    if MAPPING_FILE not in files:
-        return MappingOutcome(EMPTY_MAPPING, [])
-    raw = files[MAPPING_FILE]
-    if raw.startswith(LFS_MARKER.encode()):
-        reason = "op_mapping.yaml is a Git LFS pointer, not its content; run git lfs pull"
-        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.LFS_POINTER, reason)], reason)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        reason = f"op_mapping.yaml is not UTF-8: {exc}"
-        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.UNREADABLE_FILE, reason)], reason)
-    try:
-        mapping = load_mapping(text, is_text=True)
-    except MappingError as exc:
-        reason = f"op_mapping.yaml refused: {exc}"
-        return MappingOutcome(EMPTY_MAPPING, [(RejectCode.MAPPING_PROBLEM, reason)], reason)
-    return MappingOutcome(mapping, [(RejectCode.MAPPING_PROBLEM, p) for p in mapping.problems])
 
 
 def _write_mapping(writer: RowWriter, outcome: MappingOutcome) -> VersionMapping:

@@ -10,7 +10,10 @@ that file (see ``ingest.files``), so the stored rows and ids are the ones the
 in-process load writes.
 
 Only for SQLite targets with the ``fork`` start method (a worker inherits the imported
-modules, so it starts in milliseconds) and inputs large enough to pay for it.
+modules, so it starts in milliseconds) and inputs large enough to pay for it. One pool
+serves a whole ``ingest_path`` call: the next version's files are submitted when the
+current version's load begins, so the workers convert it while this one is written and
+committed. Workers write profile id 0; the loader sets the version's id.
 """
 
 from __future__ import annotations
@@ -22,11 +25,15 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from profstore import schema as t
+from profstore.ingest.discover import MAPPING_FILE
 from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
+from profstore.ingest.mapping_file import parse_mapping
 from profstore.ingest.rows_to_sql import COLUMNS, WIDE_POINT_COLUMNS, RowWriter
 from profstore.mapping import VersionMapping
 from sqlalchemy import Connection, create_engine, func, select
@@ -41,11 +48,11 @@ _PR_SET_PDEATHSIG = 1
 Buffers = dict[str, list[tuple]]
 
 
-def worker_count(conn: Connection, jobs: Sequence[FileJob], requested: int | None) -> int:
-    """Workers for this load: ``requested`` when given (0 = in-process), otherwise one
-    per usable core (at most ``MAX_WORKERS``) when the target, the platform and the input
-    size allow it."""
-    if conn.dialect.name != "sqlite" or "fork" not in multiprocessing.get_all_start_methods():
+def worker_count(dialect: str, jobs: Sequence[FileJob], requested: int | None) -> int:
+    """Workers for a version's load: ``requested`` when given (0 = in-process), otherwise
+    one per usable core (at most ``MAX_WORKERS``) when the target, the platform and the
+    input size allow it."""
+    if dialect != "sqlite" or "fork" not in multiprocessing.get_all_start_methods():
         return 0
     if requested is not None:
         return max(0, requested)
@@ -58,18 +65,16 @@ def worker_count(conn: Connection, jobs: Sequence[FileJob], requested: int | Non
 @dataclass(frozen=True)
 class _WorkerSetup:
     ddl: tuple[str, ...]
-    profile_id: int
-    mapping: VersionMapping
     parent: int
 
 
-_worker: tuple[Connection, _WorkerSetup] | None = None
+_worker_conn: Connection | None = None
 
 
 def _start_worker(setup: _WorkerSetup) -> None:
     """Die with the loader (a killed ingest must not leave workers holding its lock file
-    open), and open the in-memory database the worker's writer reads its layout from."""
-    global _worker
+    open), and open the in-memory database the worker's writers read their layout from."""
+    global _worker_conn
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != setup.parent:
@@ -78,35 +83,81 @@ def _start_worker(setup: _WorkerSetup) -> None:
     conn = create_engine("sqlite://").connect()
     for statement in setup.ddl:
         conn.exec_driver_sql(statement)
-    _worker = (conn, setup)
+    _worker_conn = conn
 
 
-def _convert(job: FileJob) -> tuple[Buffers, FileCounts]:
-    assert _worker is not None, "the pool's initializer sets the worker up"
-    conn, setup = _worker
-    writer = RowWriter(conn, setup.profile_id)
+@lru_cache(maxsize=4)
+def _mapping(raw: bytes | None) -> VersionMapping:
+    """The version's mapping as the loader parses it (``None``: the version has none)."""
+    return parse_mapping({} if raw is None else {MAPPING_FILE: raw}).mapping
+
+
+def _convert(job: FileJob, mapping_raw: bytes | None) -> tuple[Buffers, FileCounts]:
+    assert _worker_conn is not None, "the pool's initializer sets the worker up"
+    writer = RowWriter(_worker_conn, 0)
     with gc_paused():
-        counts = write_file(writer, job, setup.mapping)
+        counts = write_file(writer, job, _mapping(mapping_raw))
     assert not writer.dicts, "a data file adds no mapping rows"
     return writer.buffers, counts
 
 
-def convert_in_workers(writer: RowWriter, mapping: VersionMapping, jobs: Sequence[FileJob],
-                       workers: int) -> Iterator[tuple[FileJob, FileCounts]]:
-    """Each job's rows, added to ``writer``'s buffers in job order (ids as the in-process
-    load gives them); yields after each job so the caller flushes and reports."""
-    ids = _IdShift(writer)
-    setup = _WorkerSetup(_table_ddl(writer.conn), writer.profile_id, mapping, os.getpid())
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(setup,))
-    try:
-        futures = [pool.submit(_convert, job) for job in jobs]
-        for job, future in zip(jobs, futures):
-            buffers, counts = future.result()
-            ids.merge(buffers)
-            yield job, counts
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+class WorkerPool:
+    """The worker processes of one ingest call (started by the first version that uses
+    them) and the versions submitted to them, by version directory."""
+
+    def __init__(self, requested: int | None = None) -> None:
+        self.requested = requested
+        self._pool: ProcessPoolExecutor | None = None
+        self._submitted: dict[Path, list[Future]] = {}
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wanted(self, dialect: str, jobs: Sequence[FileJob]) -> bool:
+        return worker_count(dialect, jobs, self.requested) > 0
+
+    def submit(self, conn: Connection, key: Path, jobs: Sequence[FileJob],
+               mapping_raw: bytes | None) -> None:
+        """Start converting a version's jobs (once; ``conn`` is on the target database)."""
+        if key in self._submitted:
+            return
+        if self._pool is None:
+            setup = _WorkerSetup(_table_ddl(conn), os.getpid())
+            self._pool = ProcessPoolExecutor(
+                worker_count(conn.dialect.name, jobs, self.requested),
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_start_worker, initargs=(setup,))
+        self._submitted[key] = [self._pool.submit(_convert, job, mapping_raw) for job in jobs]
+
+    def convert(self, writer: RowWriter, key: Path, jobs: Sequence[FileJob],
+                mapping_raw: bytes | None) -> Iterator[tuple[FileJob, FileCounts]]:
+        """Each job's rows added to ``writer``'s buffers in job order, with the ids the
+        in-process load gives them; yields after each job (the caller flushes, reports)."""
+        self.submit(writer.conn, key, jobs, mapping_raw)
+        futures = self._submitted.pop(key)
+        ids = _IdShift(writer)
+        try:
+            for job, future in zip(jobs, futures, strict=True):
+                buffers, counts = future.result()
+                ids.merge(buffers)
+                yield job, counts
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def discard(self, key: Path) -> None:
+        """Drop a submitted version that is not loaded after all (unchanged, refused)."""
+        for future in self._submitted.pop(key, []):
+            future.cancel()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._submitted.clear()
 
 
 def _table_ddl(conn: Connection) -> tuple[str, ...]:
@@ -116,7 +167,8 @@ def _table_ddl(conn: Connection) -> tuple[str, ...]:
 
 
 class _IdShift:
-    """Moves a worker's file-local ids (from 1) to the target's next free ids.
+    """Moves a worker's file-local ids (from 1) to the target's next free ids, and its
+    profile id 0 to the version's.
 
     A column named ``id`` is its table's own id; ``<table>_id`` (other than
     ``profile_id``) refers to that table's id."""
@@ -129,20 +181,23 @@ class _IdShift:
         self.next = {name: (writer.conn.execute(select(func.max(tables[name].c.id)))
                             .scalar() or 0) + 1 for name in self.owners}
 
-    def _positions(self, table: str) -> list[tuple[int, str]]:
+    def _shifts(self, table: str) -> list[tuple[int, int]]:
         columns = (WIDE_POINT_COLUMNS if table == t.point.name and self.writer.wide_points
                    else COLUMNS[table])
         found = []
         for i, column in enumerate(columns):
+            if column == "profile_id":
+                found.append((i, self.writer.profile_id))
+                continue
             owner = table if column == "id" else column.removesuffix("_id")
-            if column != "profile_id" and owner != column and owner in self.next:
-                found.append((i, owner))
+            if owner != column and owner in self.next:
+                found.append((i, self.next[owner] - 1))
         return found
 
     def merge(self, buffers: Buffers) -> None:
         for table, rows in buffers.items():
-            shifts = [(i, self.next[owner] - 1) for i, owner in self._positions(table)]
-            self.writer.buffers.setdefault(table, []).extend(_shifted(rows, shifts))
+            self.writer.buffers.setdefault(table, []).extend(
+                _shifted(rows, self._shifts(table)))
         for owner in self.owners:
             self.next[owner] += len(buffers.get(owner, ()))
 

@@ -93,6 +93,11 @@ def test_workers_store_the_rows_and_ids_of_the_in_process_load(tmp_path: Path) -
         v13_rows = sum(len([x for x in p.read_text().splitlines() if x.strip()]) - 1
                        for p in V13.glob("*.csv"))
         assert first_sample == v13_rows + 1
+    again = ingest(root, tmp_path / "b.db", workers=2)
+    assert [line.split(": ", 1)[1] for line in again] == [
+        f"unchanged ({V13.name}), skipped", f"unchanged ({V18.name}), skipped"]
+    assert stored(tmp_path / "b.db") == b
+    assert multiprocessing.active_children() == []
 
 
 def test_a_failing_worker_leaves_nothing_of_the_version(tmp_path: Path,
