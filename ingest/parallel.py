@@ -34,7 +34,7 @@ from profstore import schema as t
 from profstore.ingest.discover import MAPPING_FILE
 from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.mapping_file import parse_mapping
-from profstore.ingest.rows_to_sql import COLUMNS, WIDE_POINT_COLUMNS, RowWriter
+from profstore.ingest.rows_to_sql import COLUMNS, RowWriter
 from profstore.mapping import VersionMapping
 from sqlalchemy import Connection, create_engine, func, select
 
@@ -175,17 +175,14 @@ class _IdShift:
 
     def __init__(self, writer: RowWriter) -> None:
         self.writer = writer
-        self.owners = [name for name, columns in COLUMNS.items() if "id" in columns
-                       and (name != t.regime.name or not writer.wide_points)]
         tables = t.metadata.tables
+        self.owners = [name for name in COLUMNS if "id" in writer.columns(tables[name])]
         self.next = {name: (writer.conn.execute(select(func.max(tables[name].c.id)))
                             .scalar() or 0) + 1 for name in self.owners}
 
     def _shifts(self, table: str) -> list[tuple[int, int]]:
-        columns = (WIDE_POINT_COLUMNS if table == t.point.name and self.writer.wide_points
-                   else COLUMNS[table])
         found = []
-        for i, column in enumerate(columns):
+        for i, column in enumerate(self.writer.columns(t.metadata.tables[table])):
             if column == "profile_id":
                 found.append((i, self.writer.profile_id))
                 continue

@@ -97,7 +97,8 @@ class RowWriter:
     def _add(self, table: Table, row: tuple) -> None:
         self.buffers.setdefault(table.name, []).append(row)
 
-    def _columns(self, table: Table) -> tuple[str, ...]:
+    def columns(self, table: Table) -> tuple[str, ...]:
+        """The columns, in buffer order, of ``table``'s rows on this database."""
         if table is t.point and self.wide_points:
             return WIDE_POINT_COLUMNS
         if self.legacy and table.name in LEGACY_COLUMNS:
@@ -110,7 +111,7 @@ class RowWriter:
             if rows:
                 if table is t.key_table and not self.legacy:
                     rows.sort()  # primary-key order: appended to the b-tree, pages stay full
-                bulk_insert(self.conn, table, self._columns(table), rows)
+                bulk_insert(self.conn, table, self.columns(table), rows)
             records = self.dicts.pop(table.name, None)
             if records:
                 self.conn.execute(insert(table), records)

@@ -14,7 +14,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from profstore.db import make_engine, upgrade
+from alembic import command
+from profstore.db import alembic_config, make_engine, upgrade
 from profstore.ingest import parallel
 from profstore.ingest.loader import ingest_path
 
@@ -61,9 +62,14 @@ def stored(path: Path) -> dict[str, list[tuple]]:
     return found
 
 
-def ingest(root: Path, db: Path, workers: int) -> list[str]:
+def ingest(root: Path, db: Path, workers: int, revision: str | None = None) -> list[str]:
+    """Summary lines (timings cut) of an ingest into ``db``, created at ``revision`` (head
+    by default; an older database is written in its own layout)."""
+    if revision is not None and not db.exists():
+        command.upgrade(alembic_config(f"sqlite:///{db}"), revision)
     engine = make_engine(str(db))
-    upgrade(engine)
+    if revision is None:
+        upgrade(engine)
     try:
         return [s.line().rsplit(" in ", 1)[0] for s in ingest_path(engine, root,
                                                                    workers=workers)]
@@ -71,10 +77,12 @@ def ingest(root: Path, db: Path, workers: int) -> list[str]:
         engine.dispose()
 
 
-def test_workers_store_the_rows_and_ids_of_the_in_process_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("revision", [None, "0004"])
+def test_workers_store_the_rows_and_ids_of_the_in_process_load(tmp_path: Path,
+                                                               revision: str | None) -> None:
     root = corpus_root(tmp_path)
-    lines_in_process = ingest(root, tmp_path / "a.db", workers=0)
-    lines_parallel = ingest(root, tmp_path / "b.db", workers=2)
+    lines_in_process = ingest(root, tmp_path / "a.db", workers=0, revision=revision)
+    lines_parallel = ingest(root, tmp_path / "b.db", workers=2, revision=revision)
     assert lines_parallel == lines_in_process
     a, b = stored(tmp_path / "a.db"), stored(tmp_path / "b.db")
     assert {table: len(rows) for table, rows in b.items()} == \
@@ -93,7 +101,7 @@ def test_workers_store_the_rows_and_ids_of_the_in_process_load(tmp_path: Path) -
         v13_rows = sum(len([x for x in p.read_text().splitlines() if x.strip()]) - 1
                        for p in V13.glob("*.csv"))
         assert first_sample == v13_rows + 1
-    again = ingest(root, tmp_path / "b.db", workers=2)
+    again = ingest(root, tmp_path / "b.db", workers=2, revision=revision)
     assert [line.split(": ", 1)[1] for line in again] == [
         f"unchanged ({V13.name}), skipped", f"unchanged ({V18.name}), skipped"]
     assert stored(tmp_path / "b.db") == b
