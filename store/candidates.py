@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from profstore import schema as t
@@ -25,9 +25,9 @@ __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 AXIS_COLUMNS = (t.point.c.axis_0, t.point.c.axis_1, t.point.c.axis_2)
 
 
-@dataclass(frozen=True)
-class MeasuredRow:
-    """One measured row with its provenance."""
+class MeasuredRow(NamedTuple):
+    """One measured row with its provenance (a named tuple: a regime slice makes one per
+    point, and a frozen dataclass costs several times as much to build)."""
 
     sample_id: int
     latency_us: float
@@ -63,15 +63,24 @@ class RegimeSlice:
 def _point_select():
     p, s = t.point.c, t.sample_table.c
     return (
-        select(p.sample_id, s.latency_us, s.latency_column, s.line_no,
-               t.kernel_file.c.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key)
+        select(p.sample_id, s.latency_us, s.latency_column, s.line_no, s.kernel_file_id,
+               p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
         .select_from(t.point)
         .join(t.regime, t.regime.c.id == p.regime_id)
         .join(t.sample_table, s.id == p.sample_id)
-        .join(t.kernel_file, t.kernel_file.c.id == s.kernel_file_id)
     )
 
 
+def _point_order(r: Sequence[Any]) -> tuple:
+    """Axes (NULL first, as SQLite sorts), latency column, latency, point id: the order the
+    coordinate index gave before 0005. Sorting the fetched rows costs a fraction of the
+    temporary b-tree an ORDER BY over the joined columns needs, and is the same on every
+    backend (PostgreSQL sorts NULL last and text by its collation)."""
+    return (_NULL_FIRST if r[5] is None else r[5], _NULL_FIRST if r[6] is None else r[6],
+            _NULL_FIRST if r[7] is None else r[7], r[2], r[1], r[9])
+
+
+_NULL_FIRST = float("-inf")
 _P = t.point.c
 _G = t.regime.c
 _K = t.key_table.c
@@ -101,14 +110,14 @@ _REGIME_SLICE_SELECT = _point_select().where(
     _G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
     _G.path == bindparam("path"), _G.regime_key == bindparam("regime"),
 )
-_POINT_ORDER = (*AXIS_COLUMNS, _S.latency_column, _S.latency_us, _P.id)
-"""The order the coordinate index gave before 0005 (it then held the latency too)."""
-_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT.order_by(*_POINT_ORDER))
+_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT)
 _POINTS_AT = tuple(
     Statement(_REGIME_SLICE_SELECT.where(
-        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]).order_by(*_POINT_ORDER))
+        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
     for n in range(4)
 )
+_FILE_NAMES = Statement(select(t.kernel_file.c.id, t.kernel_file.c.file_name).where(
+    t.kernel_file.c.profile_id == bindparam("profile")))
 _REGIME_STATS = Statement(
     select(func.count(), func.count(_G.id.distinct()))
     .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
@@ -131,11 +140,13 @@ class CandidateQueries:
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
         self._stats = LRU(1024)
+        self._files = LRU(64)
 
     def clear(self) -> None:
         self._slices.clear()
         self._kernels.clear()
         self._stats.clear()
+        self._files.clear()
 
     def kernel_present(self, profile_id: int, kernel: str) -> bool:
         key = (profile_id, kernel)
@@ -171,11 +182,17 @@ class CandidateQueries:
         axes: Sequence[float],
         exclude: frozenset[int] = frozenset(),
     ) -> list[MeasuredRow]:
-        """Rows at one exact coordinate of a regime (the specialised exact lookup)."""
-        rows = _POINTS_AT[len(axes)].rows(
+        """Rows at one exact coordinate of a regime (the specialised exact lookup); read
+        from the regime's slice when it is cached, in the same order."""
+        target = tuple(float(v) for v in axes)
+        full = self._slices.get((profile_id, kernel, path, regime_key))
+        if full is not None:
+            n = len(target)
+            return [r for r in full.rows if r.axes[:n] == target and r.sample_id not in exclude]
+        rows = self._measured_rows(profile_id, _POINTS_AT[len(target)].rows(
             self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
-            **{f"a{i}": float(v) for i, v in enumerate(axes)})
-        return [r for r in map(self._measured, rows) if r.sample_id not in exclude]
+            **{f"a{i}": v for i, v in enumerate(target)}))
+        return [r for r in rows if r.sample_id not in exclude]
 
     def regime_slice(
         self,
@@ -199,12 +216,29 @@ class CandidateQueries:
         )
 
     def _load_slice(self, profile_id: int, kernel: str, path: str, regime_key: str) -> RegimeSlice:
-        rows = [self._measured(r) for r in _REGIME_SLICE.rows(
-            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key)]
+        rows = self._measured_rows(profile_id, _REGIME_SLICE.rows(
+            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key))
         width = max((len(r.axes) for r in rows), default=0)
         axes = np.array([r.axes for r in rows], dtype=float).reshape(len(rows), width)
         latency = np.array([r.latency_us for r in rows], dtype=float)
         return RegimeSlice(axes, latency, tuple(r.latency_column for r in rows), tuple(rows))
+
+    def _measured_rows(self, profile_id: int, fetched: Sequence[Sequence[Any]]
+                       ) -> list[MeasuredRow]:
+        """Point rows (``_point_select``'s columns) as measured rows, in ``_point_order``."""
+        files = self._file_names(profile_id)
+        return [MeasuredRow(r[0], r[1], r[2], r[3], files[r[4]],
+                            tuple(float(v) for v in (r[5], r[6], r[7]) if v is not None), r[8])
+                for r in sorted(fetched, key=_point_order)]
+
+    def _file_names(self, profile_id: int) -> dict[int, str]:
+        """Kernel file id -> file name of a profile: one small read instead of a join per
+        point."""
+        names = self._files.get(profile_id)
+        if names is None:
+            names = dict(_FILE_NAMES.rows(self.engine, profile=profile_id))
+            self._files.put(profile_id, names)
+        return names
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
         """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""
@@ -225,8 +259,3 @@ class CandidateQueries:
                 self.engine, profile=profile_id, kernel=kernel, path=path)}
             self._stats.put(key, cached)
         return dict(cached)
-
-    @staticmethod
-    def _measured(r) -> MeasuredRow:
-        axes = tuple(float(v) for v in (r[5], r[6], r[7]) if v is not None)
-        return MeasuredRow(r[0], r[1], r[2], r[3], r[4], axes, r[8])
