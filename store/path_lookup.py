@@ -4,7 +4,7 @@ interpolation inside the regime (RFC §3.3, §3.4; DESIGN §5)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,7 +322,7 @@ def _transform(points: np.ndarray, transforms: Sequence) -> np.ndarray:
 
 def _merge_points(
     rows: Sequence[MeasuredRow], group: Sequence[int], semantic: str | None,
-    rank: dict[str, int], unique_required: bool,
+    rank: Mapping[str, int], unique_required: bool,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[MeasuredRow, int]], int]:
     """Candidate coordinates of one column with duplicates merged (median) or, when the
     kernel requires unique rows and they disagree, left out."""
