@@ -51,11 +51,16 @@ def _pairs(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
 _PAIRS = {LATENCY_NAMES: _pairs(LATENCY_NAMES), EXTRA_NAMES: _pairs(EXTRA_NAMES)}
 
 
+def _pairs_of(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """(spelled key, code) of each name; the two stored lists' pairs are built once."""
+    return _PAIRS.get(tuple(names)) or _pairs(names)
+
+
 def pack(text: str, names: Sequence[str]) -> str:
     """``text`` (as ``json.dumps`` wrote it) with each known key replaced by its code."""
     if _CONTROL.search(text):
         raise ValueError("packed JSON must not hold control characters (json.dumps escapes them)")
-    for spelled, code in _PAIRS.get(tuple(names)) or _pairs(names):
+    for spelled, code in _pairs_of(names):
         if spelled in text:
             text = text.replace(spelled, code)
     return text
@@ -63,7 +68,7 @@ def pack(text: str, names: Sequence[str]) -> str:
 
 def unpack(text: str, names: Sequence[str]) -> str:
     """The JSON text ``pack`` was given (Python side of ``unpacked``)."""
-    for spelled, code in _PAIRS.get(tuple(names)) or _pairs(names):
+    for spelled, code in _pairs_of(names):
         text = text.replace(code, spelled)
     return text
 
@@ -71,7 +76,7 @@ def unpack(text: str, names: Sequence[str]) -> str:
 def unpacked(column: ColumnElement, names: Sequence[str]) -> ColumnElement:
     """SQL for the JSON text a packed column holds."""
     expression = column
-    for spelled, code in _PAIRS.get(tuple(names)) or _pairs(names):
+    for spelled, code in _pairs_of(names):
         expression = func.replace(expression, literal(code), literal(spelled))
     return expression
 
@@ -79,6 +84,6 @@ def unpacked(column: ColumnElement, names: Sequence[str]) -> ColumnElement:
 def pack_sql(column: ColumnElement, names: Sequence[str]) -> ColumnElement:
     """SQL for ``pack`` of a JSON text column (migration 0005 packs stored rows in place)."""
     expression = column
-    for spelled, code in _PAIRS.get(tuple(names)) or _pairs(names):
+    for spelled, code in _pairs_of(names):
         expression = func.replace(expression, literal(spelled), literal(code))
     return expression
