@@ -34,9 +34,9 @@ from profstore import schema as t
 from profstore.ingest.discover import MAPPING_FILE
 from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.mapping_file import parse_mapping
-from profstore.ingest.rows_to_sql import COLUMNS, RowWriter
+from profstore.ingest.rows_to_sql import RowWriter
 from profstore.mapping import VersionMapping
-from sqlalchemy import Connection, create_engine, func, select
+from sqlalchemy import Connection, create_engine
 
 MIN_PARALLEL_BYTES = 2 << 20
 """Below this many bytes of CSV a version loads in-process (two forks and the row
@@ -138,11 +138,10 @@ class WorkerPool:
         in-process load gives them; yields after each job (the caller flushes, reports)."""
         self.submit(writer.conn, key, jobs, mapping_raw)
         futures = self._submitted.pop(key)
-        ids = _IdShift(writer)
         try:
             for job, future in zip(jobs, futures, strict=True):
                 buffers, counts = future.result()
-                ids.merge(buffers)
+                _merge(writer, buffers)
                 yield job, counts
         finally:
             for future in futures:
@@ -166,37 +165,23 @@ def _table_ddl(conn: Connection) -> tuple[str, ...]:
     return tuple(sql for (sql,) in rows)
 
 
-class _IdShift:
-    """Moves a worker's file-local ids (from 1) to the target's next free ids, and its
-    profile id 0 to the version's.
+def _merge(writer: RowWriter, buffers: Buffers) -> None:
+    """Add a worker's rows to ``writer``'s buffers, their file-local ids (from 1) moved to
+    ids taken from ``writer`` and their profile id 0 to the version's.
 
     A column named ``id`` is its table's own id; ``<table>_id`` (other than
     ``profile_id``) refers to that table's id."""
-
-    def __init__(self, writer: RowWriter) -> None:
-        self.writer = writer
-        tables = t.metadata.tables
-        self.owners = [name for name in COLUMNS if "id" in writer.columns(tables[name])]
-        self.next = {name: (writer.conn.execute(select(func.max(tables[name].c.id)))
-                            .scalar() or 0) + 1 for name in self.owners}
-
-    def _shifts(self, table: str) -> list[tuple[int, int]]:
-        found = []
-        for i, column in enumerate(self.writer.columns(t.metadata.tables[table])):
-            if column == "profile_id":
-                found.append((i, self.writer.profile_id))
-                continue
+    base = {name: writer.reserve_ids(name, len(buffers.get(name, ()))) - 1
+            for name in writer.id_tables}
+    for table, rows in buffers.items():
+        shifts = []
+        for i, column in enumerate(writer.columns(t.metadata.tables[table])):
             owner = table if column == "id" else column.removesuffix("_id")
-            if owner != column and owner in self.next:
-                found.append((i, self.next[owner] - 1))
-        return found
-
-    def merge(self, buffers: Buffers) -> None:
-        for table, rows in buffers.items():
-            self.writer.buffers.setdefault(table, []).extend(
-                _shifted(rows, self._shifts(table)))
-        for owner in self.owners:
-            self.next[owner] += len(buffers.get(owner, ()))
+            if column == "profile_id":
+                shifts.append((i, writer.profile_id))
+            elif owner != column and owner in base:
+                shifts.append((i, base[owner]))
+        writer.buffers.setdefault(table, []).extend(_shifted(rows, shifts))
 
 
 def _shifted(rows: list[tuple], shifts: list[tuple[int, int]]) -> list[tuple]:

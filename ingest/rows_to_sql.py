@@ -90,9 +90,18 @@ class RowWriter:
         }
 
     def _take_id(self, name: str) -> int:
-        value = self._next_id[name]
-        self._next_id[name] = value + 1
-        return value
+        return self.reserve_ids(name, 1)
+
+    @property
+    def id_tables(self) -> tuple[str, ...]:
+        """The tables whose ids this writer gives out (on this database's layout)."""
+        return tuple(self._next_id)
+
+    def reserve_ids(self, name: str, count: int) -> int:
+        """Take the next ``count`` ids of table ``name``; returns the first."""
+        first = self._next_id[name]
+        self._next_id[name] = first + count
+        return first
 
     def _add(self, table: Table, row: tuple) -> None:
         self.buffers.setdefault(table.name, []).append(row)
