@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.leaf import Arg, LeafOp, TensorSpec
+from profstore.leaf import LeafOp, TensorSpec, walk_tensors
 from profstore.mapping import MappingEntry
 
 KNOWN_FORMATS = frozenset({"ND", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z",
@@ -126,11 +126,11 @@ def units_of(leaf: LeafOp) -> dict[str, tuple[TensorSpec, ...]]:
     """Every argument, keyword and output holding tensors, with its tensors."""
     found: dict[str, tuple[TensorSpec, ...]] = {}
     for i, value in enumerate(leaf.args):
-        tensors = tuple(_tensors(value))
+        tensors = tuple(walk_tensors(value))
         if tensors:
             found[f"args[{i}]"] = tensors
     for name, value in leaf.kwargs:
-        tensors = tuple(_tensors(value))
+        tensors = tuple(walk_tensors(value))
         if tensors:
             found[f"kwargs.{name}"] = tensors
     for i, tensor in enumerate(leaf.outputs):
@@ -196,21 +196,13 @@ def _expected_by_unit(leaf: LeafOp, entry: MappingEntry) -> dict[str, str]:
     found: dict[str, str] = {}
     position = 0
     for i, value in enumerate(leaf.args):
-        count = len(tuple(_tensors(value)))
+        count = len(tuple(walk_tensors(value)))
         if count == 1 and isinstance(value, TensorSpec) and position < len(expected):
             fmt = expected[position].strip().upper()
             if fmt:
                 found[f"args[{i}]"] = fmt
         position += count
     return found
-
-
-def _tensors(value: Arg) -> Iterable[TensorSpec]:
-    if isinstance(value, TensorSpec):
-        yield value
-    elif isinstance(value, tuple):
-        for item in value:
-            yield from _tensors(item)
 
 
 def _fill(value: Any, fmt: str | None) -> Any:

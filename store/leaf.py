@@ -26,7 +26,7 @@ from profstore.leaf_fields import (
     shape_of,
 )
 
-__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec"]
+__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "walk_tensors"]
 
 _OPS_PREFIX = "torch.ops."
 _TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})
@@ -164,12 +164,13 @@ def _arg_to_json(value: Arg) -> Any:
     return value
 
 
-def _walk_tensors(value: Arg) -> Iterator[TensorSpec]:
+def walk_tensors(value: Arg) -> Iterator[TensorSpec]:
+    """The tensors of one argument, nested lists flattened in order."""
     if isinstance(value, TensorSpec):
         yield value
     elif isinstance(value, tuple):
         for item in value:
-            yield from _walk_tensors(item)
+            yield from walk_tensors(item)
 
 
 def _args(value: Any) -> tuple[Arg, ...]:
@@ -373,6 +374,6 @@ class LeafOp:
         (found once per leaf: both the base lookup and the path read them)."""
         found = self.__dict__.get("_tensor_inputs")
         if found is None:
-            found = tuple(tensor for value in self.args for tensor in _walk_tensors(value))
+            found = tuple(tensor for value in self.args for tensor in walk_tensors(value))
             self.__dict__["_tensor_inputs"] = found
         return found
