@@ -62,7 +62,11 @@ def merge_coordinate(
     semantic: str | None = None,
 ) -> MergeOutcome:
     """Merge the rows of one coordinate: the most preferred latency column wins. Rows that
-    differ in their semantic discriminator never merge, whatever the policy says."""
+    differ in their semantic discriminator never merge, whatever the policy says. A single
+    row, the usual exact hit, is its own median (the same outcome without grouping)."""
+    if len(rows) == 1 and not unique_required and semantic in (None, rows[0].semantic):
+        row = rows[0]
+        return MergeOutcome(Merged(row.latency_us, row.latency_column, (row,)))
     outcome = MergeOutcome()
     chosen = select_semantic(rows, semantic)
     outcome.other_semantics = len(rows) - len(chosen)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from profstore.attempt import Attempt
 from profstore.dtypes import element_size, to_profiler_dtype
-from profstore.duplicates import Merged, MergeOutcome, merge_coordinate
+from profstore.duplicates import merge_coordinate
 from profstore.exact_keys import target_keys, target_signature
 from profstore.leaf import LeafOp
-from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
+from profstore.mapping import MappingEntry, VersionMapping
 from profstore.result import QueryResult, QuerySource, Reason
 from profstore.shapes import logical_shape
 
@@ -63,7 +63,8 @@ class BaseExact:
             if not rows:
                 continue
             policy = mapping.policy(kernel)
-            outcome = _merge(rows, policy)
+            outcome = merge_coordinate(rows, policy.column_rank,
+                                       unique_required=policy.require_semantic_unique)
             if outcome.merged is None:
                 attempt.reason = Reason.AMBIGUOUS_DUPLICATES
                 attempt.message = "; ".join(outcome.notes)
@@ -126,16 +127,6 @@ class BaseExact:
 def _failed(attempt: Attempt, reason: Reason, message: str) -> Attempt:
     attempt.reason, attempt.message = reason, message
     return attempt
-
-
-def _merge(rows: list[MeasuredRow], policy: KernelPolicy) -> MergeOutcome:
-    """``merge_coordinate`` under the kernel's policy; a single row, the usual exact hit,
-    is its own median (the same outcome without grouping by column)."""
-    if len(rows) == 1 and not policy.require_semantic_unique:
-        row = rows[0]
-        return MergeOutcome(Merged(row.latency_us, row.latency_column, (row,)))
-    return merge_coordinate(rows, policy.column_rank,
-                            unique_required=policy.require_semantic_unique)
 
 
 _ALWAYS_MERGED = "rows without a semantic discriminator merge unless uniqueness is required"
