@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from profstore import schema as t
 from profstore.api import Store
+from profstore.evaluation.holdout import known_profile
 from profstore.evaluation.uncertainty import DRAWS, ErrorModel, interval, op_errors
 from profstore.evaluation.workload import Workload, WorkloadRun, run_workload
 from sqlalchemy import select
@@ -66,9 +67,7 @@ class Calibration:
 
 
 def sample_ids(store: Store, version: str) -> list[int]:
-    profile = store.profile(version)
-    if profile is None:
-        raise ValueError(f"unknown version {version!r}")
+    profile = known_profile(store, version)
     with store.engine.connect() as conn:
         return sorted(conn.execute(select(t.sample.c.id).where(
             t.sample.c.profile_id == profile.id)).scalars())

@@ -13,14 +13,13 @@ from collections.abc import Iterable
 import numpy as np
 from profstore import schema as t
 from profstore.api import Store
+from profstore.evaluation.holdout import known_profile
 from sqlalchemy import select
 
 
 def duplicate_deviations(store: Store, version: str) -> dict[str, list[float]]:
     """Per kernel, ``row / median - 1`` of every row of a coordinate measured twice or more."""
-    profile = store.profile(version)
-    if profile is None:
-        raise ValueError(f"unknown version {version!r}")
+    profile = known_profile(store, version)
     s = t.sample.c
     stmt = select(s.kernel_type, s.input_shapes, s.input_dtypes, s.input_formats,
                   s.output_shapes, s.output_dtypes, s.output_formats, s.extras,

@@ -21,6 +21,7 @@ from typing import Any
 from profstore import schema as t
 from profstore.api import Store
 from profstore.db import make_engine, upgrade
+from profstore.evaluation.holdout import known_profile
 from profstore.ingest.csvfile import read_kernel_csv
 from profstore.ingest.discover import file_hash
 from profstore.ingest.rows_to_sql import RowWriter
@@ -50,9 +51,7 @@ def _copy(read: Connection, write: Connection, table: Table, where: Any) -> None
 def add_rows(engine: Engine, profile_id: int, store: Store, version: str,
              rows: Mapping[str, Sequence[Row]]) -> dict[str, int]:
     """Ingest ``rows`` (kernel → CSV rows) into the profile; returns rows accepted per kernel."""
-    profile = store.profile(version)
-    if profile is None:
-        raise ValueError(f"unknown version {version!r}")
+    profile = known_profile(store, version)
     accepted = {}
     with engine.begin() as conn:
         writer = RowWriter(conn, profile_id)
@@ -84,9 +83,7 @@ def _sqlite_backup(source: Engine, path: Path) -> bool:
 def standin_store(store: Store, version: str, rows: Mapping[str, Sequence[Row]]
                   ) -> Iterator[tuple[Store, dict[str, int]]]:
     """A Store on a temporary copy of ``version`` with ``rows`` added; removed on exit."""
-    profile = store.profile(version)
-    if profile is None:
-        raise ValueError(f"unknown version {version!r}")
+    profile = known_profile(store, version)
     ids = [profile.id] + ([profile.comm_profile_id] if profile.comm_profile_id is not None else [])
     with tempfile.TemporaryDirectory(prefix="profstore-standin-") as folder:
         path = Path(folder) / "standin.db"

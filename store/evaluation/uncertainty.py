@@ -84,9 +84,7 @@ class ErrorModel:
     state (a re-ingest changes the content hash, so a stale file is never read)."""
 
     def __init__(self, store: Store, version: str, cache_dir: Path | None = None) -> None:
-        profile = store.profile(version)
-        if profile is None:
-            raise ValueError(f"unknown version {version!r}")
+        known_profile(store, version)
         self.store, self.version = store, version
         self.cache_file = None if cache_dir is None else Path(cache_dir) / (
             f"errors-{_state_digest(store, version)}.json")
