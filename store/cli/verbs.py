@@ -251,9 +251,7 @@ def register_insight(subparsers: argparse._SubParsersAction) -> None:
         description="Each trial hides --share of the version's rows, replays WORKLOAD "
                     "with the p10-p90 interval, and checks the full-data total against it.")
     p.add_argument("workload", metavar="WORKLOAD")
-    add_version_option(p)
-    p.add_argument("--mapping-overlay", metavar="FILE",
-                   help="an op_mapping YAML merged over the version's")
+    _store_options(p)
     _workload_options(p)
     p.add_argument("--share", type=float, default=0.2, help="share of rows hidden per trial")
     p.add_argument("--trials", type=_positive, default=20, metavar="N")
