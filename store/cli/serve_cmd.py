@@ -29,10 +29,8 @@ def serve(args: argparse.Namespace) -> int:
         from profstore.web.server import wal_in_use
 
         require_datasette()
-    except (ImportError, WebUnavailable) as exc:
-        raise CliError(str(exc) if isinstance(exc, WebUnavailable) else
-                       "the web view needs Datasette; install the extra: "
-                       "pip install 'profstore[web]'") from None
+    except WebUnavailable as exc:
+        raise CliError(str(exc)) from None
     live = args.live or wal_in_use(path)
     mode = "live: mode=ro, follows an ingest" if live else "immutable"
     options = ServeOptions(Path(path), live=live)
