@@ -130,6 +130,11 @@ def csv_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*.csv"))
 
 
+def db_bytes(db: Path) -> int:
+    """The SQLite file and its write-ahead log, as they lie on disk."""
+    return sum(part.stat().st_size for part in (db, Path(f"{db}-wal")) if part.exists())
+
+
 def code_fingerprint(source: Path = REPO) -> str:
     digest = hashlib.sha256()
     for package in PACKAGES:
@@ -223,11 +228,10 @@ def ingest_corpus(root: Path, tree: Tree, workdir: Path,
     db = workdir / f"corpus-{tree.fingerprint}.db"
     log(f"{tree.label}: ingesting the whole corpus …")
     figures = probe(tree, {"task": "ingest", "root": str(root), "db": str(db)})
-    size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal")
-               if Path(f"{db}{s}").exists())
+    size, csv_size = db_bytes(db), csv_bytes(root)
     db.unlink()
-    return {**figures, "db_mb": size / 2**20, "csv_bytes": csv_bytes(root),
-            "db_per_csv": size / csv_bytes(root)}
+    return {**figures, "db_mb": size / 2**20, "csv_bytes": csv_size,
+            "db_per_csv": size / csv_size}
 
 
 def measure_tree(options: BenchOptions, tree: Tree, workdir: Path, scale: int,
@@ -243,8 +247,7 @@ def measure_tree(options: BenchOptions, tree: Tree, workdir: Path, scale: int,
         measured = probe(tree, {"task": "lookups", "db": str(db), "reps": options.reps,
                                 "workloads": str(WORKLOADS), "mixed": options.mixed,
                                 "replays": True})
-        size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal")
-                   if Path(f"{db}{s}").exists())
+        size = db_bytes(db)
         out[label] = {**figures, "db_mb": size / 2**20, "db_per_csv": size / figures["csv_bytes"],
                       **measured, "copies": copies}
     if not options.quick:
