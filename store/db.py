@@ -145,19 +145,6 @@ def bulk_load_settings(conn: Connection) -> Iterator[None]:
             conn.exec_driver_sql(f"PRAGMA cache_size={int(previous)}")
 
 
-def begin_read_snapshot(conn: Connection) -> Connection:
-    """Start a read transaction whose queries all see one committed state.
-
-    SQLite: an explicit ``BEGIN`` (the driver would otherwise run each SELECT in its own
-    implicit transaction); in WAL mode the snapshot is taken at the first read and
-    never blocks the writer. PostgreSQL: REPEATABLE READ, the snapshot of the first query.
-    """
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN")
-        return conn
-    return conn.execution_options(isolation_level="REPEATABLE READ")
-
-
 def storage_writable(path: Path) -> bool:
     """Whether ``path`` is writable storage: the file system is mounted read-write, the
     mode grants write permission to someone, and ``os.access`` agrees. The mode bits are
