@@ -3,21 +3,21 @@
 Every query names the profile, kernel and (for points) path and regime key, so each
 is a range scan of an index or primary key in ``store.schema`` (keys: the kernel's file,
 then the key; points: the regime, then its coordinate index), then its samples by id. A regime's
-points are cached as numpy arrays (bounded LRU): interpolation, duplicate handling
-and hold-out exclusion work on that slice without going back to the database.
+points are cached as a columnar slice (``profstore.regime_slice``, bounded LRU):
+interpolation, duplicate handling and hold-out exclusion work on it without going back to
+the database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-import numpy as np
 from profstore import schema as t
 from profstore.exact_keys import output_key
 from profstore.lru import LRU
-from profstore.statements import Statement
+from profstore.regime_slice import MeasuredRow, RegimeSlice, build_slice
+from profstore.statements import Statement, compile_all
 from sqlalchemy import Engine, bindparam, func, select
 
 __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
@@ -25,42 +25,9 @@ __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 AXIS_COLUMNS = (t.point.c.axis_0, t.point.c.axis_1, t.point.c.axis_2)
 
 
-class MeasuredRow(NamedTuple):
-    """One measured row with its provenance (a named tuple: a regime slice makes one per
-    point, and a frozen dataclass costs several times as much to build)."""
-
-    sample_id: int
-    latency_us: float
-    latency_column: str
-    line_no: int
-    file_name: str
-    axes: tuple[float, ...] = ()
-    semantic: str | None = None
-
-    def provenance(self) -> dict:
-        return {
-            "file": self.file_name,
-            "line": self.line_no,
-            "latency_us": self.latency_us,
-            "latency_column": self.latency_column,
-            **({"axes": list(self.axes)} if self.axes else {}),
-        }
-
-
-@dataclass(frozen=True)
-class RegimeSlice:
-    """Every point of one (profile, kernel, path, regime), as arrays."""
-
-    axes: np.ndarray
-    latency: np.ndarray
-    columns: tuple[str, ...]
-    rows: tuple[MeasuredRow, ...]
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-
 def _point_select():
+    """The columns ``regime_slice`` reads by position (``SAMPLE`` … ``POINT``), unordered:
+    ``build_slice`` sorts them."""
     p, s = t.point.c, t.sample_table.c
     return (
         select(p.sample_id, s.latency_us, s.latency_column, s.line_no, s.kernel_file_id,
@@ -71,16 +38,6 @@ def _point_select():
     )
 
 
-def _point_order(r: Sequence[Any]) -> tuple:
-    """Axes (NULL first, as SQLite sorts), latency column, latency, point id: the order the
-    coordinate index gave before 0005. Sorting the fetched rows costs a fraction of the
-    temporary b-tree an ORDER BY over the joined columns needs, and is the same on every
-    backend (PostgreSQL sorts NULL last and text by its collation)."""
-    return (_NULL_FIRST if r[5] is None else r[5], _NULL_FIRST if r[6] is None else r[6],
-            _NULL_FIRST if r[7] is None else r[7], r[2], r[1], r[9])
-
-
-_NULL_FIRST = float("-inf")
 _P = t.point.c
 _G = t.regime.c
 _K = t.key_table.c
@@ -116,8 +73,8 @@ _POINTS_AT = tuple(
         *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
     for n in range(4)
 )
-_FILE_NAMES = Statement(select(t.kernel_file.c.id, t.kernel_file.c.file_name).where(
-    t.kernel_file.c.profile_id == bindparam("profile")))
+_FILE_NAME = Statement(select(t.kernel_file.c.file_name).where(
+    t.kernel_file.c.id == bindparam("id")))
 _REGIME_STATS = Statement(
     select(func.count(), func.count(_G.id.distinct()))
     .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
@@ -134,13 +91,42 @@ _REFUSALS = Statement(
 (``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 
 
+class FileNames(Mapping[int, str]):
+    """Kernel file id -> file name, read one id at a time when a row is reported: an answer
+    names two to four files, a version has a hundred (reading them all costs more than the
+    lookup)."""
+
+    def __init__(self, engine: Engine | Any) -> None:
+        self.engine = engine
+        self._names: dict[int, str] = {}
+
+    def __getitem__(self, file_id: int) -> str:
+        name = self._names.get(file_id)
+        if name is None:
+            found = _FILE_NAME.rows(self.engine, id=file_id)
+            if not found:
+                raise KeyError(file_id)
+            name = self._names[file_id] = found[0][0]
+        return name
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def clear(self) -> None:
+        self._names.clear()
+
+
 class CandidateQueries:
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
+        compile_all(engine.dialect)
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
         self._stats = LRU(1024)
-        self._files = LRU(64)
+        self._files = FileNames(engine)
 
     def clear(self) -> None:
         self._slices.clear()
@@ -186,13 +172,11 @@ class CandidateQueries:
         from the regime's slice when it is cached, in the same order."""
         target = tuple(float(v) for v in axes)
         full = self._slices.get((profile_id, kernel, path, regime_key))
-        if full is not None:
-            n = len(target)
-            return [r for r in full.rows if r.axes[:n] == target and r.sample_id not in exclude]
-        rows = self._measured_rows(profile_id, _POINTS_AT[len(target)].rows(
-            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
-            **{f"a{i}": v for i, v in enumerate(target)}))
-        return [r for r in rows if r.sample_id not in exclude]
+        if full is None:
+            full = build_slice(_POINTS_AT[len(target)].rows(
+                self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
+                **{f"a{i}": v for i, v in enumerate(target)}), self._files)
+        return full.rows_at(target, exclude)
 
     def regime_slice(
         self,
@@ -205,40 +189,11 @@ class CandidateQueries:
         key = (profile_id, kernel, path, regime_key)
         full = self._slices.get(key)
         if full is None:
-            full = self._load_slice(profile_id, kernel, path, regime_key)
+            fetched = _REGIME_SLICE.rows(self.engine, profile=profile_id, kernel=kernel,
+                                         path=path, regime=regime_key)
+            full = build_slice(fetched, self._files)
             self._slices.put(key, full)
-        if not exclude:
-            return full
-        keep = [i for i, r in enumerate(full.rows) if r.sample_id not in exclude]
-        return RegimeSlice(
-            full.axes[keep], full.latency[keep], tuple(full.columns[i] for i in keep),
-            tuple(full.rows[i] for i in keep),
-        )
-
-    def _load_slice(self, profile_id: int, kernel: str, path: str, regime_key: str) -> RegimeSlice:
-        rows = self._measured_rows(profile_id, _REGIME_SLICE.rows(
-            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key))
-        width = max((len(r.axes) for r in rows), default=0)
-        axes = np.array([r.axes for r in rows], dtype=float).reshape(len(rows), width)
-        latency = np.array([r.latency_us for r in rows], dtype=float)
-        return RegimeSlice(axes, latency, tuple(r.latency_column for r in rows), tuple(rows))
-
-    def _measured_rows(self, profile_id: int, fetched: Sequence[Sequence[Any]]
-                       ) -> list[MeasuredRow]:
-        """Point rows (``_point_select``'s columns) as measured rows, in ``_point_order``."""
-        files = self._file_names(profile_id)
-        return [MeasuredRow(r[0], r[1], r[2], r[3], files[r[4]],
-                            tuple(float(v) for v in (r[5], r[6], r[7]) if v is not None), r[8])
-                for r in sorted(fetched, key=_point_order)]
-
-    def _file_names(self, profile_id: int) -> dict[int, str]:
-        """Kernel file id -> file name of a profile: one small read instead of a join per
-        point."""
-        names = self._files.get(profile_id)
-        if names is None:
-            names = dict(_FILE_NAMES.rows(self.engine, profile=profile_id))
-            self._files.put(profile_id, names)
-        return names
+        return full.without(exclude) if exclude else full
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
         """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""

@@ -20,11 +20,12 @@ from typing import Any, Protocol
 
 import numpy as np
 from profstore import schema as t
-from profstore.candidates import LRU
 from profstore.dtypes import element_size
 from profstore.leaf import LeafOp, TensorSpec
+from profstore.lru import LRU
 from profstore.result import QueryResult, Reason
-from sqlalchemy import Connection, select
+from profstore.statements import Statement
+from sqlalchemy import Connection, bindparam, select
 
 ALPHA_BETA_CONFIDENCE = 0.8
 
@@ -64,6 +65,15 @@ class Connectable(Protocol):
     (store/snapshot.py)."""
 
     def connect(self) -> AbstractContextManager[Connection]: ...
+
+
+_C = t.comm_sample.c
+_COLLECTIVE_PRESENT = Statement(select(_C.id).where(
+    _C.profile_id == bindparam("profile"), _C.collective == bindparam("collective")).limit(1))
+_COLLECTIVE_POINTS = Statement(select(_C.message_bytes, _C.latency_us, _C.topology_tier,
+                                      _C.line_no).where(
+    _C.profile_id == bindparam("profile"), _C.collective == bindparam("collective"),
+    _C.num_devices == bindparam("devices")))
 
 
 class CommunicationLookup:
@@ -124,16 +134,11 @@ class CommunicationLookup:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        c = t.comm_sample.c
-        with self.engine.connect() as conn:
-            present = conn.execute(select(c.id).where(
-                c.profile_id == profile_id, c.collective == collective).limit(1)).first()
-            rows = conn.execute(
-                select(c.message_bytes, c.latency_us, c.topology_tier, c.line_no).where(
-                    c.profile_id == profile_id, c.collective == collective,
-                    c.num_devices == devices)
-            ).all()
-        points = None if present is None else [CommPoint(*r) for r in rows]
+        present = _COLLECTIVE_PRESENT.rows(self.engine, profile=profile_id,
+                                           collective=collective)
+        rows = _COLLECTIVE_POINTS.rows(self.engine, profile=profile_id, collective=collective,
+                                       devices=devices)
+        points = None if not present else [CommPoint(*r) for r in rows]
         self._cache.put(key, points)
         return points
 

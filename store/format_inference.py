@@ -46,8 +46,7 @@ class FormatInference:
         key = (profile_id, kernel)
         cached = self._formats.get(key)
         if cached is None:
-            with self.snapshots.connect() as conn:
-                found = kernel_formats(conn, profile_id, kernel)
+            found = kernel_formats(self.snapshots, profile_id, kernel)
             cached = ("ND", *sorted(found - {"ND"}))
             self._formats.put(key, cached)
         return cached

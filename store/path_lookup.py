@@ -3,20 +3,20 @@ interpolation inside the regime (RFC §3.3, §3.4; DESIGN §5)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from profstore.attempt import Attempt
-from profstore.candidates import CandidateQueries, MeasuredRow, RegimeSlice
+from profstore.candidates import CandidateQueries, RegimeSlice
 from profstore.duplicates import merge_coordinate
-from profstore.geometry import Diagnostic, GeometryResult, Line
+from profstore.geometry import Diagnostic, GeometryResult
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
+from profstore.prepared import Candidates, Prepared
 from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific
 from profstore.simplex import TriangulationCache, interpolate_simplex
 
@@ -42,63 +42,9 @@ class PathRequest:
     exclude: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """One latency column's candidates for one axis group: merged coordinates and values,
-    the representative row and row count of each coordinate, ambiguous rows left out."""
-
-    column: str
-    points: np.ndarray
-    values: np.ndarray
-    merged: list[tuple[MeasuredRow, int]]
-    ambiguous: int
-    views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The points under an axis transform and their 1-D line, built on first use (read
-    only afterwards: every target of the regime shares them)."""
-
-    def coords(self, transforms: tuple[AxisTransform | None, ...]) -> np.ndarray:
-        key = ("coords", transforms)
-        found = self.views.get(key)
-        if found is None:
-            found = self.views[key] = _transform(self.points, transforms)
-        return found
-
-    def line(self, transforms: tuple[AxisTransform | None, ...]) -> Line:
-        key = ("line", transforms)
-        found = self.views.get(key)
-        if found is None:
-            found = self.views[key] = Line(self.coords(transforms)[:, 0], self.values)
-        return found
-
-
-class Candidates:
-    """One axis group's candidate rows per latency column, most preferred column first.
-    A column's merged coordinates are built when the lookup first reaches it: an answer
-    from the preferred column never merges the others."""
-
-    def __init__(self, by_column: dict[str, list[MeasuredRow]], group: tuple[int, ...],
-                 semantic: str | None, policy: KernelPolicy) -> None:
-        rank = policy.column_rank
-        self.columns = sorted(by_column, key=lambda c: rank.get(c, len(rank)))
-        self._rows, self._group, self._semantic, self._policy = by_column, group, semantic, policy
-        self._made: dict[str, Prepared] = {}
-
-    def __len__(self) -> int:
-        return len(self.columns)
-
-    def __iter__(self) -> Iterator[Prepared]:
-        for column in self.columns:
-            made = self._made.get(column)
-            if made is None:
-                made = self._made[column] = Prepared(column, *_merge_points(
-                    self._rows[column], self._group, self._semantic,
-                    self._policy.column_rank, self._policy.require_semantic_unique))
-            yield made
-
-
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
                   dim: int) -> tuple[str, dict[str, Any], float]:
-    used = [(prepared.merged[i], prepared.values[i]) for i in geometry.vertices]
+    used = [(prepared.merged(i), prepared.values[i]) for i in geometry.vertices]
     details = {
         "latency_column": prepared.column,
         "candidate_count": len(prepared.points),
@@ -240,16 +186,7 @@ class PathRunner:
         cached = self._prepared.get(key)
         if cached is not None:
             return cached
-        rows: Sequence[MeasuredRow] = regime_slice.rows
-        if fixed:
-            mask = np.ones(len(regime_slice), dtype=bool)
-            for i, value in fixed:
-                mask &= regime_slice.axes[:, i] == value
-            rows = [row for row, keep in zip(rows, mask.tolist()) if keep]
-        by_column: dict[str, list[MeasuredRow]] = defaultdict(list)
-        for row in rows:
-            by_column[row.latency_column].append(row)
-        candidates = Candidates(by_column, group, target.semantic, policy)
+        candidates = Candidates.of(regime_slice, group, fixed, target.semantic, policy)
         self._prepared.put(key, candidates)
         return candidates
 
@@ -310,52 +247,6 @@ def _ceiling(path: OperatorPath, policy: KernelPolicy) -> int:
 
 def _names(path: OperatorPath, group: Sequence[int]) -> list[str]:
     return [path.axis_names[i] for i in group]
-
-
-def _transform(points: np.ndarray, transforms: Sequence) -> np.ndarray:
-    out = np.array(points, dtype=float, copy=True)
-    for j, fn in enumerate(transforms):
-        if fn is not None:
-            out[:, j] = [fn(v) for v in out[:, j]]
-    return out
-
-
-def _merge_points(
-    rows: Sequence[MeasuredRow], group: Sequence[int], semantic: str | None,
-    rank: Mapping[str, int], unique_required: bool,
-) -> tuple[np.ndarray, np.ndarray, list[tuple[MeasuredRow, int]], int]:
-    """Candidate coordinates of one column with duplicates merged (median) or, when the
-    kernel requires unique rows and they disagree, left out."""
-    if semantic is not None:
-        rows = [r for r in rows if r.semantic == semantic]
-    coordinates = [tuple(r.axes[i] for i in group) for r in rows]
-    if len(set(coordinates)) == len(coordinates):
-        order = sorted(range(len(rows)), key=coordinates.__getitem__)
-        unique = np.array([coordinates[i] for i in order], dtype=float)
-        latencies = np.array([rows[i].latency_us for i in order], dtype=float)
-        return (unique.reshape(len(rows), len(group)), latencies,
-                [(rows[i], 1) for i in order], 0)
-    by_coordinate: dict[tuple[float, ...], list[MeasuredRow]] = defaultdict(list)
-    for row, coordinate in zip(rows, coordinates):
-        by_coordinate[coordinate].append(row)
-    points, values, merged, ambiguous = [], [], [], 0
-    for coordinate in sorted(by_coordinate):
-        group_rows = by_coordinate[coordinate]
-        if len(group_rows) == 1:
-            points.append(coordinate)
-            values.append(group_rows[0].latency_us)
-            merged.append((group_rows[0], 1))
-            continue
-        outcome = merge_coordinate(group_rows, rank, unique_required=unique_required,
-                                   semantic=semantic)
-        ambiguous += outcome.ambiguous
-        if outcome.merged is None:
-            continue
-        points.append(coordinate)
-        values.append(outcome.merged.latency_us)
-        merged.append((outcome.merged.rows[0], len(outcome.merged.rows)))
-    array = np.array(points, dtype=float).reshape(len(points), len(group))
-    return array, np.array(values, dtype=float), merged, ambiguous
 
 
 def _miss_reason(tried: list[dict[str, Any]]) -> tuple[Reason, str]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from profstore import schema as t
 from profstore.shapes import Shape, parse_shape_cell
-from sqlalchemy import Connection, select
+from profstore.statements import Statement
+from sqlalchemy import Connection, bindparam, select
 
 
 def row_input_shapes(conn: Connection, profile_id: int, file_name: str,
@@ -21,13 +24,18 @@ def row_input_shapes(conn: Connection, profile_id: int, file_name: str,
     return tuple(shape for shape in parse_shape_cell(text) if shape is not None)
 
 
-def kernel_formats(conn: Connection, profile_id: int, kernel: str) -> frozenset[str]:
-    """Every memory format a kernel's stored rows name, inputs and outputs."""
-    s = t.sample.c
+_KERNEL_FORMATS = Statement(
+    select(t.sample_table.c.input_formats, t.sample_table.c.output_formats).distinct().where(
+        t.sample_table.c.profile_id == bindparam("profile"),
+        t.sample_table.c.kernel_type == bindparam("kernel")))
+"""Built once: the first format inference of a Store would otherwise compile it (ms)."""
+
+
+def kernel_formats(engine: Any, profile_id: int, kernel: str) -> frozenset[str]:
+    """Every memory format a kernel's stored rows name, inputs and outputs. ``engine`` as
+    for ``Statement.rows`` (a lookup's snapshot runs it on its own cursor)."""
     found: set[str] = set()
-    for inputs, outputs in conn.execute(
-            select(s.input_formats, s.output_formats).distinct().where(
-                s.profile_id == profile_id, s.kernel_type == kernel)):
+    for inputs, outputs in _KERNEL_FORMATS.rows(engine, profile=profile_id, kernel=kernel):
         for cell in (inputs, outputs):
             found.update(part.strip().upper() for part in (cell or "").strip('"').split(";")
                          if part.strip())

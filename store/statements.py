@@ -33,6 +33,7 @@ class Statement:
         self.stmt = stmt
         self._compiled: dict[str, _Compiled] = {}
         self._lock = threading.Lock()
+        _EVERY.append(self)
 
     def _for(self, dialect: Dialect) -> _Compiled:
         compiled = self._compiled.get(dialect.name)
@@ -62,3 +63,15 @@ class Statement:
             return cursor.fetchall()
         finally:
             cursor.close()
+
+
+_EVERY: list[Statement] = []
+"""Every statement built so far (module-level constants of the lookup modules)."""
+
+
+def compile_all(dialect: Dialect) -> None:
+    """Compile every statement built so far for ``dialect``: a first compile costs about a
+    millisecond, which would otherwise land on whichever lookup first needs the statement
+    (the slowest lookups of a fresh process were these)."""
+    for statement in list(_EVERY):
+        statement._for(dialect)

@@ -1,0 +1,161 @@
+"""One axis group's interpolation candidates, per latency column: the regime slice's points
+that share the target's fixed axes, duplicates merged, in coordinate order.
+
+Everything here works on the slice's arrays and point indices; a ``MeasuredRow`` is built
+only for a coordinate measured more than once (``merge_coordinate`` reads rows) and for the
+vertices an answer reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from profstore.duplicates import merge_coordinate
+from profstore.geometry import Line
+from profstore.mapping import KernelPolicy
+from profstore.paths.base import AxisTransform
+from profstore.regime_slice import MeasuredRow, RegimeSlice
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One latency column's candidates for one axis group: merged coordinates and values,
+    the representative point and row count of each coordinate, ambiguous rows left out."""
+
+    column: str
+    points: np.ndarray
+    values: np.ndarray
+    representatives: list[int]
+    """The slice index of each coordinate's representative row."""
+    counts: list[int]
+    ambiguous: int
+    source: RegimeSlice = field(repr=False, compare=False)
+    views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The points under an axis transform and their 1-D line, built on first use (read
+    only afterwards: every target of the regime shares them)."""
+
+    def merged(self, i: int) -> tuple[MeasuredRow, int]:
+        """Coordinate ``i``'s representative row and how many rows it merges."""
+        return self.source.row(self.representatives[i]), self.counts[i]
+
+    def coords(self, transforms: tuple[AxisTransform | None, ...]) -> np.ndarray:
+        key = ("coords", transforms)
+        found = self.views.get(key)
+        if found is None:
+            found = self.views[key] = _transform(self.points, transforms)
+        return found
+
+    def line(self, transforms: tuple[AxisTransform | None, ...]) -> Line:
+        key = ("line", transforms)
+        found = self.views.get(key)
+        if found is None:
+            found = self.views[key] = Line(self.coords(transforms)[:, 0], self.values)
+        return found
+
+
+class Candidates:
+    """One axis group's candidate points per latency column, most preferred column first.
+    A column's merged coordinates are built when the lookup first reaches it: an answer
+    from the preferred column never merges the others."""
+
+    def __init__(self, regime_slice: RegimeSlice, by_column: dict[str, np.ndarray],
+                 group: tuple[int, ...], semantic: str | None, policy: KernelPolicy) -> None:
+        rank = policy.column_rank
+        self.columns = sorted(by_column, key=lambda c: rank.get(c, len(rank)))
+        self._slice, self._points, self._group = regime_slice, by_column, group
+        self._semantic, self._policy = semantic, policy
+        self._made: dict[str, Prepared] = {}
+
+    @classmethod
+    def of(cls, regime_slice: RegimeSlice, group: tuple[int, ...],
+           fixed: Sequence[tuple[int, float]], semantic: str | None,
+           policy: KernelPolicy) -> Candidates:
+        """The slice's points whose fixed axes equal the target's, split by latency column."""
+        mask = np.ones(len(regime_slice), dtype=bool)
+        for i, value in fixed:
+            mask &= regime_slice.axes[:, i] == value
+        chosen = np.flatnonzero(mask)
+        codes = regime_slice.column_codes[chosen]
+        present, first = np.unique(codes, return_index=True)
+        in_order = present[np.argsort(first)].tolist()  # equal ranks: first seen, first
+        by_column = {regime_slice.column_names[c]: chosen[codes == c] for c in in_order}
+        return cls(regime_slice, by_column, group, semantic, policy)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self) -> Iterator[Prepared]:
+        for column in self.columns:
+            made = self._made.get(column)
+            if made is None:
+                made = self._made[column] = Prepared(column, *merge_points(
+                    self._slice, self._points[column], self._group, self._semantic,
+                    self._policy.column_rank, self._policy.require_semantic_unique),
+                    source=self._slice)
+            yield made
+
+
+def merge_points(
+    regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequence[int], semantic: str | None,
+    rank: Mapping[str, int], unique_required: bool,
+) -> tuple[np.ndarray, np.ndarray, list[int], list[int], int]:
+    """Candidate coordinates of one column's points (slice indices in point order) with
+    duplicates merged (median) or, when the kernel requires unique rows and they disagree,
+    left out: (coordinates, values, representatives, counts, ambiguous rows)."""
+    if semantic is not None:
+        semantics = regime_slice.semantics
+        chosen = chosen[[semantics[i] == semantic for i in chosen.tolist()]]
+    coordinates = regime_slice.axes[np.ix_(chosen, list(group))]
+    order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
+    coordinates, chosen = coordinates[order], chosen[order]
+    same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
+    if not same.any():
+        return (coordinates, regime_slice.latency[chosen], chosen.tolist(),
+                [1] * len(chosen), 0)
+    return _merge_duplicates(regime_slice, chosen, coordinates, same, semantic, rank,
+                             unique_required)
+
+
+def _merge_duplicates(
+    regime_slice: RegimeSlice, chosen: np.ndarray, coordinates: np.ndarray, same: np.ndarray,
+    semantic: str | None, rank: Mapping[str, int], unique_required: bool,
+) -> tuple[np.ndarray, np.ndarray, list[int], list[int], int]:
+    """``merge_points`` for sorted points of which some share a coordinate (a stable sort
+    keeps a coordinate's points in point order)."""
+    starts = np.flatnonzero(np.concatenate(([True], ~same))).tolist()
+    ends = [*starts[1:], len(chosen)]
+    indices, latency = chosen.tolist(), regime_slice.latency
+    points, values, representatives, counts, ambiguous = [], [], [], [], 0
+    for start, end in zip(starts, ends):
+        if end - start == 1:
+            points.append(start)
+            values.append(float(latency[indices[start]]))
+            representatives.append(indices[start])
+            counts.append(1)
+            continue
+        members = indices[start:end]
+        rows = [regime_slice.row(i) for i in members]
+        outcome = merge_coordinate(rows, rank, unique_required=unique_required,
+                                   semantic=semantic)
+        ambiguous += outcome.ambiguous
+        if outcome.merged is None:
+            continue
+        points.append(start)
+        values.append(outcome.merged.latency_us)
+        first = outcome.merged.rows[0]
+        representatives.append(next(i for i, r in zip(members, rows) if r is first))
+        counts.append(len(outcome.merged.rows))
+    width = coordinates.shape[1]
+    return (coordinates[points].reshape(len(points), width), np.array(values, dtype=float),
+            representatives, counts, ambiguous)
+
+
+def _transform(points: np.ndarray, transforms: Sequence) -> np.ndarray:
+    out = np.array(points, dtype=float, copy=True)
+    for j, fn in enumerate(transforms):
+        if fn is not None:
+            out[:, j] = [fn(v) for v in out[:, j]]
+    return out
