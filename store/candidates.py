@@ -56,8 +56,14 @@ _KEY_JOIN = (
     .where(t.kernel_file.c.profile_id == bindparam("profile"),
            t.kernel_file.c.kernel_type == bindparam("kernel"))
 )
-_EXACT_KEY = Statement(_KEY_JOIN.where(_K.exact_key == bindparam("key"))
-                       .order_by(_S.latency_column, _S.latency_us, _K.sample_id))
+MAX_KEYS = 3
+"""The most exact keys a target tries (``exact_keys.target_keys``)."""
+_EXACT_KEYS = tuple(
+    Statement(_KEY_JOIN.add_columns(_K.exact_key)
+              .where(_K.exact_key.in_([bindparam(f"k{i}") for i in range(n)])))
+    for n in range(1, MAX_KEYS + 1))
+"""Every key of a target in one statement: a miss on the first key costs no second query.
+Unordered: a key has one to a few rows, sorted in Python (no temporary b-tree)."""
 _OUTPUT_SHAPE = Statement(
     _KEY_JOIN.add_columns(_K.exact_key)
     .where(_K.exact_key >= bindparam("low"), _K.exact_key < bindparam("high"))
@@ -89,6 +95,11 @@ _REFUSALS = Statement(
 )
 """Hot statements are built once with bound parameters and compiled once per dialect
 (``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
+
+
+def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
+    """Latency column, latency, sample id: the order a key's rows merge in."""
+    return r[2], r[1], r[0]
 
 
 class FileNames(Mapping[int, str]):
@@ -143,10 +154,23 @@ class CandidateQueries:
         return cached
 
     def exact_key_rows(
-        self, profile_id: int, kernel: str, key: str, exclude: frozenset[int] = frozenset()
-    ) -> list[MeasuredRow]:
-        rows = _EXACT_KEY.rows(self.engine, profile=profile_id, kernel=kernel, key=key)
-        return [MeasuredRow(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[0] not in exclude]
+        self, profile_id: int, kernel: str, keys: Sequence[str],
+        exclude: frozenset[int] = frozenset(),
+    ) -> dict[str, list[MeasuredRow]]:
+        """The rows of each key that has any (latency column, latency, sample order): the
+        first key alone (an exact hit is one index seek), then the others in one query."""
+        found: dict[str, list[MeasuredRow]] = {}
+        parts = [keys[:1], *(keys[i:i + MAX_KEYS] for i in range(1, len(keys), MAX_KEYS))]
+        for part in parts:
+            rows = _EXACT_KEYS[len(part) - 1].rows(self.engine, profile=profile_id,
+                                                   kernel=kernel,
+                                                   **{f"k{i}": k for i, k in enumerate(part)})
+            for r in sorted(rows, key=_key_row_order):
+                if r[0] not in exclude:
+                    found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
+            if found:
+                break
+        return found
 
     def output_shape_rows(
         self, profile_id: int, kernel: str, shape: tuple[int, ...],

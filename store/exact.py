@@ -58,8 +58,9 @@ class BaseExact:
             return self._absent(attempt, profile_id) or _failed(
                 attempt, Reason.TARGET_UNAVAILABLE, "leaf has no tensors")
         keys = target_keys(shapes, dtypes)
+        found = self.queries.exact_key_rows(profile_id, kernel, keys, exclude)
         for key in keys:
-            rows = self.queries.exact_key_rows(profile_id, kernel, key, exclude)
+            rows = found.get(key)
             if not rows:
                 continue
             policy = mapping.policy(kernel)

@@ -45,6 +45,9 @@ class FormatSource(str, enum.Enum):
     INFERRED = "inferred"
 
 
+_STRENGTH = {source: i for i, source in enumerate(FormatSource)}
+
+
 def check_format(value: Any, path: str) -> str:
     """A known format name (upper-cased); ``ValueError`` naming ``path`` otherwise."""
     text = value.strip().upper() if isinstance(value, str) else None
@@ -164,8 +167,9 @@ class Prefilled:
 
     def source(self, inferred: bool = False) -> FormatSource:
         """The weakest source the answer used."""
-        found = set(self.sources.values()) | ({FormatSource.INFERRED} if inferred else set())
-        return max(found, key=list(FormatSource).index, default=FormatSource.STATED)
+        if inferred:
+            return FormatSource.INFERRED
+        return max(self.sources.values(), key=_STRENGTH.__getitem__, default=FormatSource.STATED)
 
 
 def prefill(leaf: LeafOp, entry: MappingEntry, policy: FormatPolicy | None) -> Prefilled:

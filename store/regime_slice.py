@@ -87,13 +87,25 @@ class RegimeSlice:
 
     def rows_at(self, target: Sequence[float], exclude: frozenset[int]) -> list[MeasuredRow]:
         """The rows at one coordinate (its leading axes), in point order."""
-        n = len(target)
-        if n > self.axes.shape[1]:
+        n, width = len(target), self.axes.shape[1]
+        if n > width:
             return []
-        mask = np.all(self.axes[:, :n] == np.asarray(target, dtype=float), axis=1)
-        if exclude:
-            mask &= ~np.isin(self.sample_ids, list(exclude))
-        return [self.row(i) for i in np.flatnonzero(mask).tolist()]
+        if n == width:
+            at = self._at.get(tuple(float(v) for v in target), [])
+        else:
+            same = self.axes[:, :n] == np.asarray(target, dtype=float)
+            at = np.flatnonzero(np.all(same, axis=1)).tolist()
+        rows = [self.row(i) for i in at]
+        return [r for r in rows if r.sample_id not in exclude] if exclude else rows
+
+    @cached_property
+    def _at(self) -> dict[tuple[float, ...], list[int]]:
+        """Point indices by full coordinate, built on the first exact lookup of a cached
+        slice (the regime's later targets are then one dict read)."""
+        found: dict[tuple[float, ...], list[int]] = {}
+        for i, point in enumerate(map(tuple, self.axes.tolist())):
+            found.setdefault(point, []).append(i)
+        return found
 
     def without(self, exclude: frozenset[int]) -> RegimeSlice:
         """The slice with the points of these samples left out (hold-out)."""

@@ -161,10 +161,22 @@ def targets(db: str, reps: int) -> dict[str, Any]:
         out["warm_exact_us"] = statistics.median(warm) * 1e6
         store.clear_cache()
         store.lookup(LeafOp.from_json(rms_norm(66)), VERSION)
-        cached = [_timed(lambda n=n: store.lookup(LeafOp.from_json(rms_norm(n)), VERSION))[0]
-                  for n in range(67, 67 + reps * 2)]
+        sweep = [LeafOp.from_json(rms_norm(n)) for n in range(67, 67 + reps * 2)]
+        cached = [_timed(lambda leaf=leaf: store.lookup(leaf, VERSION))[0] for leaf in sweep]
         out["regime_cached_1d_us"] = statistics.median(cached) * 1e6
     return out
+
+
+def stream_1d(db: str, workloads: str, reps: int) -> dict[str, Any]:
+    """Every leaf of the stream answered by 1-D interpolation, each timed with nothing
+    cached (its regime slice included), median over ``reps`` tries per leaf."""
+    from profstore.api import Store
+
+    with Store.open(db) as store:
+        one_d = [leaf for leaf in stream_leaves(workloads)
+                 if store.lookup(leaf, VERSION).details.get("method") == "linear_1d"]
+        per_leaf = [_uncached(store, leaf, reps)[0] / 1e6 for leaf in one_d]
+    return {"stream_1d_leaves": len(one_d), "stream_1d_uncached_us": _stats_us(per_leaf)}
 
 
 def replays(db: str, workloads: str) -> dict[str, Any]:
@@ -215,6 +227,7 @@ def lookups(spec: dict[str, Any]) -> dict[str, Any]:
     out.update(realistic_stream(db, None, workloads))
     out["stream_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.update(targets(db, spec["reps"]))
+    out.update(stream_1d(db, workloads, min(spec["reps"], 5)))
     if spec.get("replays", True):
         out["replays"] = replays(db, workloads)
         out["replay_s"] = sum(r["seconds"] for r in out["replays"].values())
