@@ -108,7 +108,7 @@ def merge_points(
     if semantic is not None:
         semantics = regime_slice.semantics
         chosen = chosen[[semantics[i] == semantic for i in chosen.tolist()]]
-    coordinates = regime_slice.axes[np.ix_(chosen, list(group))]
+    coordinates = regime_slice.axes[np.ix_(chosen, np.asarray(group, dtype=np.intp))]
     order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
     coordinates, chosen = coordinates[order], chosen[order]
     same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
