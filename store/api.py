@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
+from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from profstore.exact import BaseExact
@@ -40,24 +41,12 @@ class Caches(NamedTuple):
 
 
 _PLAIN = {flag: LookupOptions(flag, frozenset()) for flag in (False, True)}
-"""The options of a lookup that excludes nothing, built once (a warm lookup is a few µs)."""
+"""The options of a lookup that excludes nothing, built once."""
 
-
-class _ResultKey:
-    """An answer-cache key hashed once: a leaf's hash walks every tensor of it, and an LRU
-    hashes its key on every get and put."""
-
-    __slots__ = ("parts", "_hash")
-
-    def __init__(self, parts: tuple[object, ...]) -> None:
-        self.parts = parts
-        self._hash = hash(parts)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ResultKey) and self.parts == other.parts
+ResultKey = tuple[LeafOp, str, bool | LookupOptions]
+"""An answer-cache key: ``(leaf, version, interpolation)`` for a lookup that excludes
+nothing and states no format policy (a plain tuple: hashed and compared by C code, so a
+warm lookup costs about one hash of the leaf), else ``(leaf, version, options)``."""
 
 
 class Store:
@@ -164,22 +153,31 @@ class Store:
         """
         if not isinstance(leaf, LeafOp):
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
-        policy = None if format_policy is None else FormatPolicy.from_json(format_policy)
-        options = (_PLAIN[bool(interpolation)] if exclude_samples == () and policy is None else
-                   LookupOptions(bool(interpolation), frozenset(exclude_samples), policy))
-        key = _ResultKey((leaf, version, options))
-        if not self._generations.due():
-            cached = self._generations.current.parts.results.get(key)
+        if exclude_samples == () and format_policy is None:
+            key: ResultKey = (leaf, version, bool(interpolation))
+        else:
+            key = _options_key(leaf, version, interpolation, exclude_samples, format_policy)
+        current = self._generations.current
+        if monotonic() < current.fresh_until:
+            cached = current.parts.results.get(key)
             if cached is not None:
                 return cached
+        return self._computed(key)
+
+    def _computed(self, key: ResultKey) -> QueryResult:
+        """The answer for ``key`` in a fresh snapshot: cached unless the snapshot shows a
+        new ``profile_set`` state (then a new generation), computed and cached otherwise."""
+        leaf, version, flag_or_options = key
+        options = _PLAIN[flag_or_options] if isinstance(flag_or_options, bool) else \
+            flag_or_options
         with self._snapshots.snapshot():
             generation = self._generations.matching(self._snapshots.fingerprint())
             cached = generation.parts.results.get(key)
             if cached is not None:
                 return cached
             profile = self._profile_in(generation, version)
-            if profile is not None and policy is not None:
-                policy.check_ops(profile.mapping.entries, version)
+            if profile is not None and options.formats is not None:
+                options.formats.check_ops(profile.mapping.entries, version)
             if profile is None:
                 result = QueryResult.miss(Reason.UNKNOWN_VERSION,
                                           message=f"no ingested version {version!r}")
@@ -257,6 +255,19 @@ class Store:
                 mapping.policy(kernel)
             comm_id = _comm_profile(conn, row, mapping)
         return Profile(row.id, row.alias, mapping, comm_id)
+
+
+def _options_key(leaf: LeafOp, version: str, interpolation: bool,
+                 exclude_samples: Iterable[int],
+                 format_policy: FormatPolicy | Mapping[str, Any] | None) -> ResultKey:
+    """The key of a lookup with exclusions or a format policy (a bad policy raises
+    ``ValueError`` here, cached answer or not); with neither after all (an empty list),
+    the plain lookup's key, so both share one cached answer."""
+    policy = None if format_policy is None else FormatPolicy.from_json(format_policy)
+    options = LookupOptions(bool(interpolation), frozenset(exclude_samples), policy)
+    if not options.exclude and policy is None:
+        return (leaf, version, options.interpolation)
+    return (leaf, version, options)
 
 
 def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:

@@ -1,7 +1,22 @@
 """The one bounded cache of the lookup code (answers, regime slices, prepared candidates,
-kernel presence, triangulations): a small LRU map behind a lock, so threads sharing a
-Store can fill and read it at once. An ``OrderedDict`` hashes a key twice per hit, which
-matters when the key is a leaf descriptor."""
+kernel presence, triangulations, formats): a map of at most ``maxsize`` entries that
+threads sharing a Store fill and read at once.
+
+Eviction is second chance (CLOCK), an approximation of least-recently-used: a hit only
+marks its entry as read; when a ``put`` of a new key finds the map full, the oldest entry
+is evicted unless it was read since it was inserted (or since the sweep last passed it),
+in which case its mark is cleared and it moves to the newest end. So a hit costs one hash
+of the key and no lock (a leaf's hash is Python code; a strict LRU's reordering hashes it
+a second time), which was most of a warm lookup. Unlike a strict LRU, an entry read once
+outlives an unread one inserted after that read, and the entries a sweep moves keep their
+insertion order, not their read order.
+
+Reads take no lock: the dict lookup is safe against a writer in another thread (CPython
+probes again when a key's Python ``__eq__`` lets another thread change the table), setting
+the mark is one store, and a value read while another thread evicts it is still a valid
+answer. Writers (``put``, ``clear``) hold the lock, so the size bound holds under any
+interleaving.
+"""
 
 from __future__ import annotations
 
@@ -10,36 +25,45 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
+_VALUE, _READ = 0, 1
+"""An entry is a two-item list ``[value, read since the sweep last passed it]``."""
+
 
 class LRU:
-    """A thread-safe LRU map; ``get`` returns None for a missing key. ``maxsize`` 0 keeps
-    nothing."""
+    """A thread-safe bounded map with second-chance eviction; ``get`` returns None for a
+    missing key. ``maxsize`` 0 keeps nothing."""
 
     def __init__(self, maxsize: int) -> None:
         if maxsize < 0:
             raise ValueError("maxsize must not be negative")
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._data: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._data)
 
     def get(self, key: Hashable) -> Any:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        entry[_READ] = True
+        return entry[_VALUE]
 
     def put(self, key: Hashable, value: object) -> None:
+        """Insert or replace ``key`` as the newest entry; a new key first evicts while the
+        map is full (so the entry just put is never the one evicted)."""
         if self.maxsize == 0:
             return
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            if len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            data = self._data
+            data.pop(key, None)
+            while len(data) >= self.maxsize:
+                oldest, entry = data.popitem(last=False)
+                if entry[_READ]:
+                    entry[_READ] = False
+                    data[oldest] = entry
+            data[key] = [value, False]
 
     def clear(self) -> None:
         with self._lock:

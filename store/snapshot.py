@@ -18,6 +18,7 @@ notice a re-ingest even when every answer comes from the cache.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import weakref
@@ -197,12 +198,15 @@ class SnapshotEngine:
 @dataclass
 class Generation:
     """Caches filled from one ``profile_set`` state; ``parts`` holds the Store's query
-    objects (dispatcher, candidate queries, answer cache) built for it."""
+    objects (dispatcher, candidate queries, answer cache) built for it. Until the
+    ``time.monotonic()`` deadline ``fresh_until`` its cached answers are served without
+    re-reading the state: minus infinity while unbound, infinity when never re-validated,
+    so a warm lookup asks one comparison."""
 
     fingerprint: Fingerprint | None
     parts: Any
     profiles: dict[str, Any] = field(default_factory=dict)
-    checked_at: float = field(default_factory=time.monotonic)
+    fresh_until: float = -math.inf
 
 
 class Generations:
@@ -220,14 +224,6 @@ class Generations:
             self.current = Generation(None, self._build())
             return self.current
 
-    def due(self) -> bool:
-        """Whether cached answers should be re-validated before being served."""
-        if self.current.fingerprint is None:
-            return True
-        if self.refresh_seconds is None:
-            return False
-        return time.monotonic() - self.current.checked_at >= self.refresh_seconds
-
     def matching(self, seen: Fingerprint) -> Generation:
         """The generation for the state ``seen`` in the caller's snapshot: the current one
         when it matches (or is still unbound), else a new, empty one."""
@@ -237,5 +233,6 @@ class Generations:
                 current.fingerprint = seen
             elif current.fingerprint != seen:
                 current = self.current = Generation(seen, self._build())
-            current.checked_at = time.monotonic()
+            current.fresh_until = math.inf if self.refresh_seconds is None else \
+                time.monotonic() + self.refresh_seconds
             return current
