@@ -157,19 +157,18 @@ class CandidateQueries:
         self, profile_id: int, kernel: str, keys: Sequence[str],
         exclude: frozenset[int] = frozenset(),
     ) -> dict[str, list[MeasuredRow]]:
-        """The rows of each key that has any (latency column, latency, sample order): the
-        first key alone (an exact hit is one index seek), then the others in one query."""
+        """The rows of each key that has any (latency column, latency, sample order), all
+        keys in one statement: a hit costs ≈ 1 µs more than asking for its key alone, a
+        miss one statement less."""
         found: dict[str, list[MeasuredRow]] = {}
-        parts = [keys[:1], *(keys[i:i + MAX_KEYS] for i in range(1, len(keys), MAX_KEYS))]
-        for part in parts:
+        for start in range(0, len(keys), MAX_KEYS):
+            part = keys[start:start + MAX_KEYS]
             rows = _EXACT_KEYS[len(part) - 1].rows(self.engine, profile=profile_id,
                                                    kernel=kernel,
                                                    **{f"k{i}": k for i, k in enumerate(part)})
             for r in sorted(rows, key=_key_row_order):
                 if r[0] not in exclude:
                     found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
-            if found:
-                break
         return found
 
     def output_shape_rows(
