@@ -154,10 +154,10 @@ class Line:
         self.order, self.sx = _sorted_1d(self.xa, self.xl)
         self.duplicates = _has_duplicates(self.sx)
 
-    def _nearest(self, x: float) -> int:
-        """The index of the measured point nearest ``x`` (the first of equals)."""
+    def _nearest(self, x: float, k: int) -> int:
+        """The index of the measured point nearest ``x`` (the first of equals); ``k`` is
+        ``bisect_right(self.sx, x)``."""
         xl, sx, order = self.xl, self.sx, self.order
-        k = bisect_right(sx, x)
         sides = [j for j in (k - 1, k) if 0 <= j < len(sx)]
         best = min(abs(sx[j] - x) for j in sides)
         if best <= EXACT_RTOL * max(1.0, abs(x)):  # a measured point: resolve ties in full
@@ -175,7 +175,8 @@ class Line:
             return _fail(Diagnostic.INSUFFICIENT,
                          f"no measured {axis_name} points to interpolate from",
                          _boundary_1d(None, None, sx))
-        nearest = self._nearest(x)
+        k = bisect_right(sx, x)
+        nearest = self._nearest(x, k)
         if abs(xl[nearest] - x) <= EXACT_RTOL * max(1.0, abs(x)):
             bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
             return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
@@ -191,12 +192,11 @@ class Line:
         if x > sx[-1]:
             return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
                          _boundary_1d(sx[-1], None, sx))
-        k = bisect_right(sx, x)
         lo, hi = self.order[k - 1], self.order[k]
         x0, x1 = xl[lo], xl[hi]
         w_hi = (x - x0) / (x1 - x0)
-        weights = np.array([1.0 - w_hi, w_hi])
-        return _finish((lo, hi), weights, ya[[lo, hi]], _boundary_1d(x0, x1, sx),
+        weights = np.array((1.0 - w_hi, w_hi))
+        return _finish((lo, hi), weights, np.array((ya[lo], ya[hi])), _boundary_1d(x0, x1, sx),
                        f"{axis_name} {_fmt(x)} interpolated between {_fmt(x0)} and {_fmt(x1)}")
 
 
