@@ -176,7 +176,8 @@ def stream_1d(db: str, workloads: str, reps: int) -> dict[str, Any]:
         one_d = [leaf for leaf in stream_leaves(workloads)
                  if store.lookup(leaf, VERSION).details.get("method") == "linear_1d"]
         per_leaf = [_uncached(store, leaf, reps)[0] / 1e6 for leaf in one_d]
-    return {"stream_1d_leaves": len(one_d), "stream_1d_uncached_us": _stats_us(per_leaf)}
+    return {"stream_1d_leaves": len(one_d),
+            "stream_1d_uncached_us": _stats_us(per_leaf) if per_leaf else None}
 
 
 def replays(db: str, workloads: str) -> dict[str, Any]:
