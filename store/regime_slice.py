@@ -66,10 +66,6 @@ class RegimeSlice:
         return len(self.latency)
 
     @property
-    def columns(self) -> tuple[str, ...]:
-        return self.fetched[COLUMN]
-
-    @property
     def semantics(self) -> tuple[str | None, ...]:
         return self.fetched[SEMANTIC]
 
