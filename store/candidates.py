@@ -10,7 +10,7 @@ the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from profstore import schema as t
@@ -102,10 +102,10 @@ def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
     return r[2], r[1], r[0]
 
 
-class FileNames(Mapping[int, str]):
-    """Kernel file id -> file name, read one id at a time when a row is reported: an answer
-    names two to four files, a version has a hundred (reading them all costs more than the
-    lookup)."""
+class FileNames:
+    """Kernel file id -> file name (``names[file_id]``), read one id at a time when a row
+    is reported: an answer names two to four files, a version has a hundred (reading them
+    all costs more than the lookup)."""
 
     def __init__(self, engine: Engine | Any) -> None:
         self.engine = engine
@@ -119,12 +119,6 @@ class FileNames(Mapping[int, str]):
                 raise KeyError(file_id)
             name = self._names[file_id] = found[0][0]
         return name
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
 
     def clear(self) -> None:
         self._names.clear()
@@ -195,11 +189,12 @@ class CandidateQueries:
         from the regime's slice when it is cached, in the same order."""
         target = tuple(float(v) for v in axes)
         full = self._slices.get((profile_id, kernel, path, regime_key))
-        if full is None:
-            full = build_slice(_POINTS_AT[len(target)].rows(
-                self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
-                **{f"a{i}": v for i, v in enumerate(target)}), self._files)
-        return full.rows_at(target, exclude)
+        if full is not None:
+            return full.rows_at(target, exclude)
+        at = build_slice(_POINTS_AT[len(target)].rows(
+            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
+            **{f"a{i}": v for i, v in enumerate(target)}), self._files)
+        return [r for r in at.rows if r.sample_id not in exclude]  # the statement matched
 
     def regime_slice(
         self,

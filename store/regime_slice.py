@@ -9,11 +9,11 @@ name and line) only for the rows an answer or an exact lookup reports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -22,6 +22,12 @@ AXES = 3
 SAMPLE, LATENCY, COLUMN, LINE, FILE, AXIS, SEMANTIC, POINT = 0, 1, 2, 3, 4, 5, 8, 9
 """Positions in a fetched point row: sample id, latency, latency column, line, kernel file
 id, three axes, semantic key, point id (``candidates._point_select``)."""
+
+
+class FileNameLookup(Protocol):
+    """Kernel file id -> file name (a dict, or ``candidates.FileNames`` reading on demand)."""
+
+    def __getitem__(self, file_id: int, /) -> str: ...
 
 
 class MeasuredRow(NamedTuple):
@@ -60,7 +66,7 @@ class RegimeSlice:
     column_codes: np.ndarray
     """Each point's latency column as an index into ``column_names`` (sorted names)."""
     column_names: tuple[str, ...]
-    file_names: Mapping[int, str] = field(repr=False)
+    file_names: FileNameLookup = field(repr=False)
 
     def __len__(self) -> int:
         return len(self.latency)
@@ -111,7 +117,7 @@ class RegimeSlice:
                            self.file_names)
 
 
-def build_slice(fetched_rows: Sequence[Sequence[Any]], file_names: Mapping[int, str]
+def build_slice(fetched_rows: Sequence[Sequence[Any]], file_names: FileNameLookup
                 ) -> RegimeSlice:
     """A slice from fetched point rows in any order (sorted here, once, in numpy)."""
     if not fetched_rows:
