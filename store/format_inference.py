@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profstore.attempt import Attempt
-from profstore.formats import FormatSource, Prefilled, units_of, unstated, with_formats
-from profstore.leaf import LeafOp
+from profstore.formats import FormatSource, Prefilled, unstated_units, with_formats
+from profstore.leaf import LeafOp, TensorSpec
 from profstore.lru import LRU
 from profstore.path_lookup import PathRequest, PathRunner
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
@@ -57,11 +57,12 @@ class FormatInference:
             return self.runner.run(PathRequest(path, leaf, ctx, profile_id, interpolate,
                                                exclude))
 
-        pending = unstated(prefilled.leaf)
-        if not pending:
+        pending_units = unstated_units(prefilled.leaf)
+        if not pending_units:
             return _noted(attempt(prefilled.leaf), prefilled, {})
+        pending = list(pending_units)
         nd = {unit: "ND" for unit in pending}
-        if self._format_blind(path, prefilled.leaf, pending, profile_id, ctx.kernel_type):
+        if self._format_blind(path, pending_units, profile_id, ctx.kernel_type):
             return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
         formats = self.formats(profile_id, ctx.kernel_type)
         relevant = _relevant(path, prefilled.leaf, ctx, pending, formats)
@@ -74,8 +75,8 @@ class FormatInference:
             tried.append((assignment, attempt(with_formats(prefilled.leaf, assignment))))
         return _settle(tried, relevant, prefilled, path.format_anchor_axes)
 
-
-    def _format_blind(self, path: OperatorPath, leaf: LeafOp, pending: Sequence[str],
+    def _format_blind(self, path: OperatorPath,
+                      pending_units: Mapping[str, tuple[TensorSpec, ...]],
                       profile_id: int, kernel: str) -> bool:
         """Whether no format of an unstated unit can change the target, known without
         the kernel's rows: a path that reads formats as layout only, on tensors of rank
@@ -83,10 +84,9 @@ class FormatInference:
         so the runner reaches the same target extraction (and any error it raises)."""
         if not self.runner.queries.kernel_present(profile_id, kernel):
             return False
-        if path.formats_as_layout:
-            units = units_of(leaf)
-            if all(len(t.shape) < 4 for unit in pending for t in units[unit]):
-                return True
+        if path.formats_as_layout and all(
+                len(t.shape) < 4 for tensors in pending_units.values() for t in tensors):
+            return True
         return self.formats(profile_id, kernel) == ("ND",)
 
 

@@ -143,8 +143,13 @@ def units_of(leaf: LeafOp) -> dict[str, tuple[TensorSpec, ...]]:
 
 def unstated(leaf: LeafOp) -> list[str]:
     """Units holding a tensor whose format is not stated."""
-    return [unit for unit, tensors in units_of(leaf).items()
-            if any(t.format is None for t in tensors)]
+    return list(unstated_units(leaf))
+
+
+def unstated_units(leaf: LeafOp) -> dict[str, tuple[TensorSpec, ...]]:
+    """``units_of`` restricted to the units holding a tensor whose format is not stated."""
+    return {unit: tensors for unit, tensors in units_of(leaf).items()
+            if any(t.format is None for t in tensors)}
 
 
 def with_formats(leaf: LeafOp, assignment: Mapping[str, str]) -> LeafOp:
