@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from profstore.attempt import Attempt
-from profstore.formats import FormatSource, Prefilled, unstated_units, with_formats
-from profstore.leaf import LeafOp, TensorSpec
+from profstore.formats import (
+    FormatSource,
+    Prefilled,
+    unstated_below_rank,
+    unstated_units,
+    with_formats,
+)
+from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.path_lookup import PathRequest, PathRunner
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
@@ -53,16 +59,24 @@ class FormatInference:
 
     def run(self, path: OperatorPath, prefilled: Prefilled, ctx: TargetContext,
             profile_id: int, interpolate: bool, exclude: frozenset[int]) -> Attempt:
+        """A path that reads formats as layout only (``OperatorPath.formats_as_layout``)
+        sees no format of a tensor of rank < 4: where every unstated tensor is one, the
+        leaf is looked up as it is (its unstated formats read as ND would give the same
+        target), without building the ND-filled copy. Only where the kernel's CSV exists,
+        as for ``_format_blind``: elsewhere the flow below reaches the same errors."""
         def attempt(leaf: LeafOp) -> Attempt:
             return self.runner.run(PathRequest(path, leaf, ctx, profile_id, interpolate,
                                                exclude))
 
+        if path.formats_as_layout and unstated_below_rank(prefilled.leaf, 4) and \
+                self.runner.queries.kernel_present(profile_id, ctx.kernel_type):
+            return _noted(attempt(prefilled.leaf), prefilled, {})
         pending_units = unstated_units(prefilled.leaf)
         if not pending_units:
             return _noted(attempt(prefilled.leaf), prefilled, {})
         pending = list(pending_units)
         nd = {unit: "ND" for unit in pending}
-        if self._format_blind(path, pending_units, profile_id, ctx.kernel_type):
+        if self._format_blind(profile_id, ctx.kernel_type):
             return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
         formats = self.formats(profile_id, ctx.kernel_type)
         relevant = _relevant(path, prefilled.leaf, ctx, pending, formats)
@@ -75,18 +89,13 @@ class FormatInference:
             tried.append((assignment, attempt(with_formats(prefilled.leaf, assignment))))
         return _settle(tried, relevant, prefilled, path.format_anchor_axes)
 
-    def _format_blind(self, path: OperatorPath,
-                      pending_units: Mapping[str, tuple[TensorSpec, ...]],
-                      profile_id: int, kernel: str) -> bool:
+    def _format_blind(self, profile_id: int, kernel: str) -> bool:
         """Whether no format of an unstated unit can change the target, known without
-        the kernel's rows: a path that reads formats as layout only, on tensors of rank
-        < 4, or a kernel whose rows are all ND. Asked only where the kernel's CSV exists,
-        so the runner reaches the same target extraction (and any error it raises)."""
+        trial extractions: a kernel whose rows are all ND. Asked only where the kernel's
+        CSV exists, so the runner reaches the same target extraction (and any error it
+        raises)."""
         if not self.runner.queries.kernel_present(profile_id, kernel):
             return False
-        if path.formats_as_layout and all(
-                len(t.shape) < 4 for tensors in pending_units.values() for t in tensors):
-            return True
         return self.formats(profile_id, kernel) == ("ND",)
 
 

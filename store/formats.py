@@ -152,6 +152,19 @@ def unstated_units(leaf: LeafOp) -> dict[str, tuple[TensorSpec, ...]]:
             if any(t.format is None for t in tensors)}
 
 
+def unstated_below_rank(leaf: LeafOp, rank: int) -> bool:
+    """Whether every tensor of ``leaf`` whose format is unstated has fewer than ``rank``
+    dimensions (``units_of``'s tensors, without naming the units)."""
+    for tensor in leaf.tensor_inputs():
+        if tensor.format is None and len(tensor.shape) >= rank:
+            return False
+    for tensor in leaf.outputs:
+        if tensor.format is None and len(tensor.shape) >= rank:
+            return False
+    return all(t.format is not None or len(t.shape) < rank
+               for _, value in leaf.kwargs for t in walk_tensors(value))
+
+
 def with_formats(leaf: LeafOp, assignment: Mapping[str, str]) -> LeafOp:
     """``leaf`` with the unstated tensors of each assigned unit in the given format."""
     if not assignment:

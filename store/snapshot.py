@@ -151,32 +151,9 @@ class SnapshotEngine:
             raise RuntimeError("fingerprint() outside a snapshot")
         return pinned.fingerprint()
 
-    @contextmanager
-    def snapshot(self) -> Iterator[Connection]:
+    def snapshot(self) -> _Snapshot:
         """The thread's read snapshot (nested calls share the outer one)."""
-        local = self._local
-        if local.active and local.pinned is not None:
-            yield local.pinned.conn
-            return
-        pinned = local.pinned
-        if pinned is None:
-            pinned = local.pinned = _Pinned(self.engine)
-            with self._lock:
-                self._all.add(pinned)
-        try:
-            pinned.begin()
-        except Exception:
-            self._drop(pinned)
-            raise
-        local.active = True
-        try:
-            yield pinned.conn
-        finally:
-            local.active = False
-            try:
-                pinned.end()
-            except Exception:  # a broken connection: the next snapshot opens a new one
-                self._drop(pinned)
+        return _Snapshot(self)
 
     def _drop(self, pinned: _Pinned) -> None:
         """Forget a connection that failed (the next snapshot opens a new one)."""
@@ -193,6 +170,50 @@ class SnapshotEngine:
         for p in pinned:
             p.close()
         self._local.pinned = None
+
+
+class _Snapshot:
+    """``SnapshotEngine.snapshot()``'s context: a class, not a generator, because every
+    lookup that queries enters one (a ``@contextmanager`` costs twice the Python work).
+    The outermost entry of a thread begins the read transaction and its exit ends it; a
+    nested entry shares the outer one and leaves it open."""
+
+    __slots__ = ("_engine", "_pinned")
+
+    def __init__(self, engine: SnapshotEngine) -> None:
+        self._engine = engine
+        self._pinned: _Pinned | None = None
+        """Set while this entry is the outermost one (its exit ends the transaction)."""
+
+    def __enter__(self) -> Connection:
+        engine = self._engine
+        local = engine._local
+        pinned = local.pinned
+        if local.active and pinned is not None:
+            return pinned.conn
+        if pinned is None:
+            pinned = local.pinned = _Pinned(engine.engine)
+            with engine._lock:
+                engine._all.add(pinned)
+        try:
+            pinned.begin()
+        except Exception:
+            engine._drop(pinned)
+            raise
+        local.active = True
+        self._pinned = pinned
+        return pinned.conn
+
+    def __exit__(self, *exc: object) -> None:
+        pinned = self._pinned
+        if pinned is None:
+            return
+        self._pinned = None
+        self._engine._local.active = False
+        try:
+            pinned.end()
+        except Exception:  # a broken connection: the next snapshot opens a new one
+            self._engine._drop(pinned)
 
 
 @dataclass

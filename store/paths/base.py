@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from profstore.dtypes import to_profiler_dtype
 from profstore.leaf import TensorSpec
+from profstore.lru import LRU
 from profstore.result import Reason
 from profstore.rows import CsvRow
 from profstore.shapes import Shape, logical_shape
@@ -46,8 +47,27 @@ class Extraction:
 
 
 def regime_key(regime: Mapping[str, Any]) -> str:
-    """Canonical text of a regime: the same fields give the same key on both sides."""
-    return json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+    """Canonical text of a regime: the same fields give the same key on both sides.
+
+    Remembered for regimes of ``str`` fields holding ``str`` or ``int`` values (every
+    lookup of a regime spells the same text, and ``json.dumps`` costs more than the rest
+    of a cached 1-D target's extraction): among such items, equal means equal JSON, while
+    ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) are equal yet spelled apart, so
+    a regime holding any other value is spelled each time."""
+    items = tuple(regime.items())
+    plain = all(type(k) is str and (type(v) is str or type(v) is int) for k, v in items)
+    if plain:
+        found = _KEY_TEXTS.get(items)
+        if found is not None:
+            return found
+    text = json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+    if plain:
+        _KEY_TEXTS.put(items, text)
+    return text
+
+
+_KEY_TEXTS = LRU(4096)
+"""``regime_key``'s remembered texts, by the regime's items in their order."""
 
 
 @dataclass(frozen=True)
