@@ -97,10 +97,16 @@ def _guard_message(vertex_values: list[float], value: float) -> str | None:
 
 def _finish(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.ndarray,
             boundary: dict[str, Any], message: str) -> GeometryResult:
-    """Combine weights and values (numpy's dot), then apply the latency guard. The guard
-    reads Python floats: on two to four vertices numpy's per-call cost would dominate."""
-    w = tuple(weights.tolist())
-    values = vertex_values.tolist()
+    """Combine weights and values (numpy's dot), then apply the latency guard."""
+    return _combined(vertices, weights, vertex_values, tuple(weights.tolist()),
+                     vertex_values.tolist(), boundary, message)
+
+
+def _combined(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.ndarray,
+              w: tuple[float, ...], values: list[float], boundary: dict[str, Any],
+              message: str) -> GeometryResult:
+    """``_finish`` given the weights and values also as Python floats (``w``, ``values``):
+    the guard reads those, as on two to four vertices numpy's per-call cost would dominate."""
     if all(-1e150 < x < 1e150 for x in (*w, *values)):  # no dot product of these can warn
         value = float(np.dot(weights, vertex_values))
     else:  # an infinite, NaN or huge input: the guard reports it, numpy must not warn
@@ -151,24 +157,25 @@ class Line:
     def __init__(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
         self.xa, self.ya = _as_1d(xs, ys, 0.0)
         self.xl: list[float] = self.xa.tolist()
+        self.yl: list[float] = self.ya.tolist()
         self.order, self.sx = _sorted_1d(self.xa, self.xl)
         self.duplicates = _has_duplicates(self.sx)
+        self._texts: dict[int, str] = {}
+        """``_fmt`` of measured points by index, spelled when first named."""
 
-    def _nearest(self, x: float, k: int) -> int:
-        """The index of the measured point nearest ``x`` (the first of equals); ``k`` is
-        ``bisect_right(self.sx, x)``."""
-        xl, sx, order = self.xl, self.sx, self.order
-        sides = [j for j in (k - 1, k) if 0 <= j < len(sx)]
-        best = min(abs(sx[j] - x) for j in sides)
-        if best <= EXACT_RTOL * max(1.0, abs(x)):  # a measured point: resolve ties in full
-            return _nearest_scan(self.xa, xl, x)
-        return min(order[j] for j in sides if abs(sx[j] - x) == best)
+    def _text(self, i: int) -> str:
+        found = self._texts.get(i)
+        if found is None:
+            found = self._texts[i] = _fmt(self.xl[i])
+        return found
 
     def at(self, x: float, axis_name: str = "x") -> GeometryResult:
-        """Interpolate at ``x`` (see ``interpolate_1d``)."""
+        """Interpolate at ``x`` (see ``interpolate_1d``). A target within ``EXACT_RTOL`` of
+        a neighbour in sorted order is a measured point, its index (the first of equals)
+        found by a full scan; any other target is not, so the bisect alone places it."""
         if not (math.isfinite(x) if type(x) is float else np.isfinite(x)):
             raise ValueError("coordinates and target must be finite")
-        x, xl, sx, ya = float(x), self.xl, self.sx, self.ya
+        x, xl, sx = float(x), self.xl, self.sx
         if self.duplicates:
             raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
         if not sx:
@@ -176,28 +183,33 @@ class Line:
                          f"no measured {axis_name} points to interpolate from",
                          _boundary_1d(None, None, sx))
         k = bisect_right(sx, x)
-        nearest = self._nearest(x, k)
-        if abs(xl[nearest] - x) <= EXACT_RTOL * max(1.0, abs(x)):
+        below = x - sx[k - 1] if k > 0 else math.inf  # sx[k - 1] <= x < sx[k]
+        above = sx[k] - x if k < len(sx) else math.inf
+        if min(below, above) <= EXACT_RTOL * max(1.0, abs(x)):
+            nearest = _nearest_scan(self.xa, xl, x)
             bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
-            return GeometryResult(Diagnostic.EXACT, float(ya[nearest]), (nearest,), (1.0,), bnd,
+            return GeometryResult(Diagnostic.EXACT, self.yl[nearest], (nearest,), (1.0,), bnd,
                                   f"{axis_name} {_fmt(x)} is a measured point")
         if len(sx) == 1:
             side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
             return _fail(Diagnostic.INSUFFICIENT,
                          f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
                          f"{_fmt(x)}", _boundary_1d(*side, sx))
-        if x < sx[0]:
+        if k == 0:
             return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[0], above=False),
                          _boundary_1d(None, sx[0], sx))
-        if x > sx[-1]:
+        if k == len(sx):
             return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
                          _boundary_1d(sx[-1], None, sx))
         lo, hi = self.order[k - 1], self.order[k]
         x0, x1 = xl[lo], xl[hi]
         w_hi = (x - x0) / (x1 - x0)
-        weights = np.array((1.0 - w_hi, w_hi))
-        return _finish((lo, hi), weights, np.array((ya[lo], ya[hi])), _boundary_1d(x0, x1, sx),
-                       f"{axis_name} {_fmt(x)} interpolated between {_fmt(x0)} and {_fmt(x1)}")
+        w = (1.0 - w_hi, w_hi)
+        values = [self.yl[lo], self.yl[hi]]
+        return _combined((lo, hi), np.array(w), np.array(values), w, values,
+                         _boundary_1d(x0, x1, sx),
+                         f"{axis_name} {_fmt(x)} interpolated between {self._text(lo)} and "
+                         f"{self._text(hi)}")
 
 
 def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float]]:

@@ -44,15 +44,12 @@ class PathRequest:
 
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
                   dim: int) -> tuple[str, dict[str, Any], float]:
-    used = [(prepared.merged(i), prepared.values[i]) for i in geometry.vertices]
     details = {
         "latency_column": prepared.column,
         "candidate_count": len(prepared.points),
         "boundary": geometry.boundary,
-        "matched_rows": [
-            {**row.provenance(), "weight": w, "merged_rows": n, "merged_latency_us": float(v)}
-            for ((row, n), v), w in zip(used, geometry.weights)
-        ],
+        "matched_rows": [prepared.vertex_row(i, w)
+                         for i, w in zip(geometry.vertices, geometry.weights)],
     }
     method = "linear_1d" if dim == 1 else f"simplex_{dim}d"
     assert geometry.value is not None, "only an ok geometry is turned into an answer"
@@ -162,9 +159,9 @@ class PathRunner:
                           "candidates": 0, "message": "no point shares the fixed axes"})
         every = req.path.axis_transforms(req.ctx.policy)
         transforms = tuple(every[i] for i in group)
+        goal = [float(fn(float(target.axes[i]))) if fn else float(target.axes[i])
+                for i, fn in zip(group, transforms)]
         for prepared in columns:
-            goal = np.array([float(fn(float(target.axes[i]))) if fn else float(target.axes[i])
-                             for i, fn in zip(group, transforms)])
             geometry = self._geometry(req, target, group, prepared, transforms, goal)
             tried.append({"axes": _names(req.path, group), "latency_column": prepared.column,
                           "candidates": len(prepared.points),
@@ -192,10 +189,10 @@ class PathRunner:
 
     def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
                   prepared: Prepared, transforms: tuple[AxisTransform | None, ...],
-                  goal: np.ndarray) -> GeometryResult:
+                  goal: list[float]) -> GeometryResult:
         names = _names(req.path, group)
         if len(group) == 1:
-            return prepared.line(transforms).at(float(goal[0]), names[0])
+            return prepared.line(transforms).at(goal[0], names[0])
         coords, values = prepared.coords(transforms), prepared.values
         key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
                tuple(target.axes[i] for i in range(len(target.axes)) if i not in group),
@@ -203,7 +200,8 @@ class PathRunner:
         tri = self.triangulations.get_or_build(key, coords) if len(coords) > len(group) else None
         if isinstance(tri, GeometryResult):
             return tri
-        return interpolate_simplex(coords, values, goal, triangulation=tri, axis_names=names)
+        return interpolate_simplex(coords, values, np.array(goal), triangulation=tri,
+                                   axis_names=names)
 
     def _regime_mismatch(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt:
         points, regimes = self.queries.regime_stats(req.profile_id, attempt.kernel, req.path.name)

@@ -34,12 +34,32 @@ class Prepared:
     ambiguous: int
     source: RegimeSlice = field(repr=False, compare=False)
     views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The points under an axis transform and their 1-D line, built on first use (read
-    only afterwards: every target of the regime shares them)."""
+    """The points under an axis transform, their 1-D line and the vertices' reported rows,
+    built on first use (read only afterwards: every target of the regime shares them)."""
 
     def merged(self, i: int) -> tuple[MeasuredRow, int]:
         """Coordinate ``i``'s representative row and how many rows it merges."""
         return self.source.row(self.representatives[i]), self.counts[i]
+
+    def vertex_row(self, i: int, weight: float) -> dict[str, Any]:
+        """Coordinate ``i`` as an interpolation answer reports a vertex: its representative
+        row's provenance, ``weight``, the rows merged and the merged latency. The parts
+        that do not depend on the weight are made once per coordinate (every target of
+        the regime between the same two points reports them); each call returns new
+        dicts and lists."""
+        key = ("vertex", i)
+        found = self.views.get(key)
+        if found is None:
+            row, count = self.merged(i)
+            provenance = row.provenance()
+            axes = provenance.pop("axes", None)
+            found = self.views[key] = (provenance, axes, count, float(self.values[i]))
+        provenance, axes, count, value = found
+        reported = dict(provenance)
+        if axes is not None:
+            reported["axes"] = list(axes)
+        reported.update(weight=weight, merged_rows=count, merged_latency_us=value)
+        return reported
 
     def coords(self, transforms: tuple[AxisTransform | None, ...]) -> np.ndarray:
         key = ("coords", transforms)
