@@ -112,10 +112,14 @@ def target_keys(shapes: Sequence[Shape], dtypes: Sequence[str]) -> list[str]:
     """Keys to try for a target, in order: the literal shapes, the stripped class, and —
     when the stripped shapes have nothing left to strip — their raw spelling (the
     class of rows stored without a ``b`` key)."""
-    keys = [signature_key(RAW, shapes, dtypes), signature_key(STRIPPED, shapes, dtypes)]
+    parts = [_slot_parts(tuple(s), d) if s is not None else (f":{d}", f":{d}")
+             for s, d in zip(shapes, dtypes)]
+    n = len(shapes)
+    stripped_body = ";".join([p[1] for p in parts])
+    keys = [f"{RAW}{n}|" + ";".join([p[0] for p in parts]), f"{STRIPPED}{n}|{stripped_body}"]
     stripped = [strip_leading_batch(s) for s in shapes]
     if stripped != list(shapes) and all(strip_leading_batch(s) == s for s in stripped):
-        keys.append(signature_key(RAW, stripped, dtypes))
+        keys.append(f"{RAW}{n}|{stripped_body}")  # the stripped shapes' raw spelling
     return keys
 
 

@@ -17,7 +17,13 @@ from profstore.lru import LRU
 from profstore.mapping import KernelPolicy, MappingEntry
 from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
 from profstore.prepared import Candidates, Prepared
-from profstore.result import ACROSS_AXIS_GROUPS, QueryResult, Reason, most_specific
+from profstore.result import (
+    ACROSS_AXIS_GROUPS,
+    QueryResult,
+    QuerySource,
+    Reason,
+    most_specific,
+)
 from profstore.simplex import TriangulationCache, interpolate_simplex
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
@@ -138,8 +144,8 @@ class PathRunner:
             if found is not None:
                 details = self._success_details(req, target, found[0], len(group))
                 details.update(found[1], interpolation_path=tried)
-                confidence = CONFIDENCE_BY_DIM[len(group)]
-                attempt.result = QueryResult.interpolated(found[2], confidence, **details)
+                attempt.result = QueryResult(found[2], QuerySource.INTERPOLATED,
+                                             CONFIDENCE_BY_DIM[len(group)], None, details)
                 return attempt
         attempt.notes["interpolation_path"] = tried
         return _fail(attempt, *_miss_reason(tried))

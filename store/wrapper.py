@@ -59,14 +59,14 @@ class Dispatcher:
         if entry is None:
             return QueryResult.miss(Reason.UNMAPPED, op=leaf.op,
                                     message=f"{leaf.op} is not in the {profile.alias} mapping")
-        result = self._dispatch(leaf, entry, profile, options)
+        selector = selector_of(entry)
+        result = self._dispatch(leaf, entry, selector, profile, options)
         result.details.setdefault("op", leaf.op)
-        result.details.setdefault("selector", selector_of(entry))
+        result.details.setdefault("selector", selector)
         return result
 
-    def _dispatch(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+    def _dispatch(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
                   options: LookupOptions) -> QueryResult:
-        selector = selector_of(entry)
         if selector == "zero_cost":
             return QueryResult.measured(0.0, method="zero_cost", zero_cost=True,
                                         kernel_type=entry.kernel_type or "",
@@ -85,9 +85,9 @@ class Dispatcher:
         path = path_for(selector, entry.kernels[0] if entry.kernels else "")
         if path is None or not entry.kernels:
             return QueryResult.miss(Reason.UNMAPPED, message=f"no path for selector {selector}")
-        return self._with_path(leaf, entry, profile, options, path)
+        return self._with_path(leaf, entry, selector, profile, options, path)
 
-    def _with_path(self, leaf: LeafOp, entry: MappingEntry, profile: Profile,
+    def _with_path(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
                    options: LookupOptions, path: OperatorPath) -> QueryResult:
         """Base exact first unless the path owns exact matching; then the path per kernel.
 
@@ -103,7 +103,7 @@ class Dispatcher:
         base: QueryResult | None = None
         base_attempts: list[Attempt] = []
         if not owns_exact:
-            base, base_attempts = self._base(leaf, entry, profile, options)
+            base, base_attempts = self._base(leaf, entry, selector, profile, options)
             if base is not None and base.source is not QuerySource.PARTIAL:
                 base.details.setdefault("exact_owner", "base")
                 return base
@@ -125,9 +125,9 @@ class Dispatcher:
         note = "" if options.interpolation else "interpolation disabled"
         return _miss_from(base_attempts, attempts, leaf, note)
 
-    def _base(self, leaf: LeafOp, entry: MappingEntry, profile: Profile, options: LookupOptions
-              ) -> tuple[QueryResult | None, list[Attempt]]:
-        if selector_of(entry) == "elementwise":
+    def _base(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
+              options: LookupOptions) -> tuple[QueryResult | None, list[Attempt]]:
+        if selector == "elementwise":
             return self.base.elementwise(leaf, entry, profile.mapping, profile.id,
                                          options.exclude)
         return self.base.lookup(leaf, entry, profile.mapping, profile.id, options.exclude)

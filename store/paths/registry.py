@@ -55,7 +55,12 @@ def path_named(name: str) -> OperatorPath:
 
 def phase1_path(kernel: str) -> OperatorPath:
     """The Phase 1 path a plain (selector ``generic``) mapping uses for this kernel."""
-    return next((p for p in ALL_PATHS if kernel in p.phase1_kernels), GENERIC)
+    found = _PHASE1.get(kernel)
+    return GENERIC if found is None else found
+
+
+_PHASE1 = {k: p for p in reversed(ALL_PATHS) for k in p.phase1_kernels}
+"""Each Phase 1 kernel's path (the first path in ``ALL_PATHS`` order that claims it)."""
 
 
 def path_for(selector: str, kernel: str) -> OperatorPath | None:
