@@ -206,6 +206,8 @@ class Store:
                                     version)
 
     def _profile_in(self, generation: Generation, version: str) -> Profile | None:
+        if version in generation.profiles:  # written only under the lock, read without it
+            return generation.profiles[version]
         with self._lock:
             if version not in generation.profiles:
                 generation.profiles[version] = self._mapping_for(generation.fingerprint,

@@ -175,6 +175,9 @@ def _noted(attempt: Attempt, prefilled: Prefilled, assignment: dict[str, str],
     unit the formats the answer depended on (``format_sources``)."""
     if attempt.result is not None:
         details = attempt.result.details
+        if not (prefilled.sources or assignment or inferred):  # nothing was filled in
+            details["format_source"] = FormatSource.STATED.value
+            return attempt
         details["format_source"] = prefilled.source(bool(inferred)).value
         sources = {unit: source.value for unit, source in prefilled.sources.items()}
         sources.update({unit: FormatSource.INFERRED.value for unit in inferred})

@@ -167,9 +167,10 @@ class PathRunner:
         transforms = tuple(every[i] for i in group)
         goal = [float(fn(float(target.axes[i]))) if fn else float(target.axes[i])
                 for i, fn in zip(group, transforms)]
+        names = _names(req.path, group)
         for prepared in columns:
-            geometry = self._geometry(req, target, group, prepared, transforms, goal)
-            tried.append({"axes": _names(req.path, group), "latency_column": prepared.column,
+            geometry = self._geometry(req, target, group, prepared, transforms, goal, names)
+            tried.append({"axes": list(names), "latency_column": prepared.column,
                           "candidates": len(prepared.points),
                           "ambiguous_excluded": prepared.ambiguous,
                           "outcome": geometry.diagnostic.value, "message": geometry.message})
@@ -195,8 +196,7 @@ class PathRunner:
 
     def _geometry(self, req: PathRequest, target: Extraction, group: tuple[int, ...],
                   prepared: Prepared, transforms: tuple[AxisTransform | None, ...],
-                  goal: list[float]) -> GeometryResult:
-        names = _names(req.path, group)
+                  goal: list[float], names: list[str]) -> GeometryResult:
         if len(group) == 1:
             return prepared.line(transforms).at(goal[0], names[0])
         coords, values = prepared.coords(transforms), prepared.values
