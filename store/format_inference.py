@@ -63,14 +63,16 @@ class FormatInference:
         sees no format of a tensor of rank < 4: where every unstated tensor is one, the
         leaf is looked up as it is (its unstated formats read as ND would give the same
         target), without building the ND-filled copy. Only where the kernel's CSV exists,
-        as for ``_format_blind``: elsewhere the flow below reaches the same errors."""
+        as for ``_format_blind``: without one (the runner answers ``csv_not_found`` before
+        it extracts anything) the flow below runs, and raises what it would raise."""
         def attempt(leaf: LeafOp) -> Attempt:
             return self.runner.run(PathRequest(path, leaf, ctx, profile_id, interpolate,
                                                exclude))
 
-        if path.formats_as_layout and unstated_below_rank(prefilled.leaf, 4) and \
-                self.runner.queries.kernel_present(profile_id, ctx.kernel_type):
-            return _noted(attempt(prefilled.leaf), prefilled, {})
+        if path.formats_as_layout and unstated_below_rank(prefilled.leaf, 4):
+            as_it_is = attempt(prefilled.leaf)
+            if as_it_is.reason is not Reason.CSV_NOT_FOUND:
+                return _noted(as_it_is, prefilled, {})
         pending_units = unstated_units(prefilled.leaf)
         if not pending_units:
             return _noted(attempt(prefilled.leaf), prefilled, {})
@@ -169,6 +171,9 @@ def _spell(formats: dict[str, str]) -> str:
     return ", ".join(f"{unit}={fmt}" for unit, fmt in formats.items())
 
 
+_STATED = FormatSource.STATED.value
+
+
 def _noted(attempt: Attempt, prefilled: Prefilled, assignment: dict[str, str],
            inferred: Sequence[str] = ()) -> Attempt:
     """Record where the formats came from: the weakest source as ``format_source``, and per
@@ -176,7 +181,7 @@ def _noted(attempt: Attempt, prefilled: Prefilled, assignment: dict[str, str],
     if attempt.result is not None:
         details = attempt.result.details
         if not (prefilled.sources or assignment or inferred):  # nothing was filled in
-            details["format_source"] = FormatSource.STATED.value
+            details["format_source"] = _STATED
             return attempt
         details["format_source"] = prefilled.source(bool(inferred)).value
         sources = {unit: source.value for unit, source in prefilled.sources.items()}

@@ -84,8 +84,9 @@ def _fail(diag: Diagnostic, message: str, boundary: dict[str, Any],
 
 def _guard_message(vertex_values: list[float], value: float) -> str | None:
     """Why a non-exact result is not a trustworthy latency, or None when it is."""
-    if not all(0 < v < math.inf for v in vertex_values):  # NaN fails both comparisons
-        return f"a vertex latency is non-finite or non-positive ({vertex_values})"
+    for v in vertex_values:
+        if not 0 < v < math.inf:  # NaN fails both comparisons
+            return f"a vertex latency is non-finite or non-positive ({vertex_values})"
     if not math.isfinite(value) or value <= 0:
         return f"interpolated latency {value!r} is non-finite or non-positive"
     lo, hi = min(vertex_values), max(vertex_values)
@@ -107,7 +108,12 @@ def _combined(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.
               message: str) -> GeometryResult:
     """``_finish`` given the weights and values also as Python floats (``w``, ``values``):
     the guard reads those, as on two to four vertices numpy's per-call cost would dominate."""
-    if all(-1e150 < x < 1e150 for x in (*w, *values)):  # no dot product of these can warn
+    moderate = True  # no dot product of these can warn
+    for x in (*w, *values):
+        if not -1e150 < x < 1e150:
+            moderate = False
+            break
+    if moderate:
         value = float(np.dot(weights, vertex_values))
     else:  # an infinite, NaN or huge input: the guard reports it, numpy must not warn
         with np.errstate(invalid="ignore", over="ignore"):

@@ -55,7 +55,11 @@ def regime_key(regime: Mapping[str, Any]) -> str:
     ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) are equal yet spelled apart, so
     a regime holding any other value is spelled each time."""
     items = tuple(regime.items())
-    plain = all(type(k) is str and (type(v) is str or type(v) is int) for k, v in items)
+    plain = True
+    for k, v in items:
+        if type(k) is not str or (type(v) is not str and type(v) is not int):
+            plain = False
+            break
     if plain:
         found = _KEY_TEXTS.get(items)
         if found is not None:
