@@ -71,13 +71,13 @@ class PathRunner:
 
     def run(self, req: PathRequest) -> Attempt:
         kernel = req.ctx.kernel_type
-        attempt = Attempt(kernel)
         if not self.queries.kernel_present(req.profile_id, kernel):
-            return _fail(attempt, Reason.CSV_NOT_FOUND, f"no {kernel}.csv in this version")
+            return _fail(Attempt(kernel), Reason.CSV_NOT_FOUND, f"no {kernel}.csv in this version")
         if req.leaf is None:
             raise ValueError("PathRunner.run needs the request's leaf (answer() takes none)")
         target = req.path.target_regime(req.leaf, req.ctx)
         if isinstance(target, Refusal):
+            attempt = Attempt(kernel)
             attempt.notes["target_fields"] = dict(target.fields)
             return _fail(attempt, target.reason, target.message)
         return self._answer(req, target)
