@@ -217,6 +217,7 @@ def _load(
         if progress:
             progress(loading.alias, summary.files, total)
     writer.flush()
+    writer.write_packs()
     summary.refused_files += [f"{' / '.join(group)} (names differ only by case; every row "
                               "rejected)" for group in read.entries.conflicts]
     _finish_profile(conn, profile_id, summary, mapping)

@@ -2,10 +2,10 @@
 
 Every query names the profile, kernel and (for points) path and regime key, so each
 is a range scan of an index or primary key in ``store.schema`` (keys: the kernel's file,
-then the key; points: the regime, then its coordinate index), then its samples by id. A regime's
-points are cached as a columnar slice (``profstore.regime_slice``, bounded LRU):
-interpolation, duplicate handling and hold-out exclusion work on it without going back to
-the database.
+then the key; an exact coordinate: the regime, then its coordinate index), then its samples
+by id. A regime's points are read as one row (``regime_points``, since 0006) and cached as a
+columnar slice (``profstore.regime_slice``, bounded LRU): interpolation, duplicate handling
+and hold-out exclusion work on it without going back to the database.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from profstore import schema as t
 from profstore.exact_keys import output_key
 from profstore.lru import LRU
+from profstore.regime_pack import READ_COLUMNS, decode
 from profstore.regime_slice import MeasuredRow, RegimeSlice, build_slice
 from profstore.statements import Statement, compile_all
 from sqlalchemy import Engine, bindparam, func, select
@@ -28,13 +29,14 @@ AXIS_COLUMNS = (t.point.c.axis_0, t.point.c.axis_1, t.point.c.axis_2)
 def _point_select():
     """The columns ``regime_slice`` reads by position (``SAMPLE`` … ``POINT``), unordered:
     ``build_slice`` sorts them."""
-    p, s = t.point.c, t.sample_table.c
+    p, s, f = t.point.c, t.sample_table.c, t.kernel_file.c
     return (
-        select(p.sample_id, s.latency_us, s.latency_column, s.line_no, s.kernel_file_id,
+        select(p.sample_id, s.latency_us, s.latency_column, s.line_no, f.file_name,
                p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
         .select_from(t.point)
         .join(t.regime, t.regime.c.id == p.regime_id)
         .join(t.sample_table, s.id == p.sample_id)
+        .join(t.kernel_file, f.id == s.kernel_file_id)
     )
 
 
@@ -73,14 +75,18 @@ _REGIME_SLICE_SELECT = _point_select().where(
     _G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
     _G.path == bindparam("path"), _G.regime_key == bindparam("regime"),
 )
-_REGIME_SLICE = Statement(_REGIME_SLICE_SELECT)
+_PACK = t.regime_points.c
+_REGIME_PACK = Statement(
+    select(*[_PACK[name] for name in READ_COLUMNS])
+    .select_from(t.regime).join(t.regime_points, _PACK.regime_id == _G.id)
+    .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
+           _G.path == bindparam("path"), _G.regime_key == bindparam("regime")))
+"""A regime's points in one row (``regime_points``, ``profstore.regime_pack``)."""
 _POINTS_AT = tuple(
     Statement(_REGIME_SLICE_SELECT.where(
         *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
     for n in range(4)
 )
-_FILE_NAME = Statement(select(t.kernel_file.c.file_name).where(
-    t.kernel_file.c.id == bindparam("id")))
 _REGIME_STATS = Statement(
     select(func.count(), func.count(_G.id.distinct()))
     .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
@@ -102,28 +108,6 @@ def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
     return r[2], r[1], r[0]
 
 
-class FileNames:
-    """Kernel file id -> file name (``names[file_id]``), read one id at a time when a row
-    is reported: an answer names two to four files, a version has a hundred (reading them
-    all costs more than the lookup)."""
-
-    def __init__(self, engine: Engine | Any) -> None:
-        self.engine = engine
-        self._names: dict[int, str] = {}
-
-    def __getitem__(self, file_id: int) -> str:
-        name = self._names.get(file_id)
-        if name is None:
-            found = _FILE_NAME.rows(self.engine, id=file_id)
-            if not found:
-                raise KeyError(file_id)
-            name = self._names[file_id] = found[0][0]
-        return name
-
-    def clear(self) -> None:
-        self._names.clear()
-
-
 class CandidateQueries:
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
@@ -131,13 +115,11 @@ class CandidateQueries:
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
         self._stats = LRU(1024)
-        self._files = FileNames(engine)
 
     def clear(self) -> None:
         self._slices.clear()
         self._kernels.clear()
         self._stats.clear()
-        self._files.clear()
 
     def kernel_present(self, profile_id: int, kernel: str) -> bool:
         key = (profile_id, kernel)
@@ -191,10 +173,12 @@ class CandidateQueries:
         full = self._slices.get((profile_id, kernel, path, regime_key))
         if full is not None:
             return full.rows_at(target, exclude)
-        at = build_slice(_POINTS_AT[len(target)].rows(
+        fetched = _POINTS_AT[len(target)].rows(
             self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
-            **{f"a{i}": v for i, v in enumerate(target)}), self._files)
-        return [r for r in at.rows if r.sample_id not in exclude]  # the statement matched
+            **{f"a{i}": v for i, v in enumerate(target)})
+        if not fetched:
+            return []
+        return [r for r in build_slice(fetched).rows if r.sample_id not in exclude]
 
     def regime_slice(
         self,
@@ -207,9 +191,9 @@ class CandidateQueries:
         key = (profile_id, kernel, path, regime_key)
         full = self._slices.get(key)
         if full is None:
-            fetched = _REGIME_SLICE.rows(self.engine, profile=profile_id, kernel=kernel,
-                                         path=path, regime=regime_key)
-            full = build_slice(fetched, self._files)
+            packed = _REGIME_PACK.rows(self.engine, profile=profile_id, kernel=kernel,
+                                       path=path, regime=regime_key)
+            full = decode(packed[0]) if packed else build_slice(())
             self._slices.put(key, full)
         return full.without(exclude) if exclude else full
 

@@ -1,19 +1,19 @@
-"""A regime's measured points column by column: what the candidate statements fetch, in
-point order, as arrays.
+"""A regime's measured points column by column, in point order, as arrays.
 
 A regime can hold hundreds or thousands of points while an answer names two to four of
-them, so a slice keeps the fetched columns as they come (one tuple per column, numpy for
-the coordinates, latencies and sample ids) and builds a ``MeasuredRow`` (with its file
-name and line) only for the rows an answer or an exact lookup reports.
+them, so a slice keeps one array per column (numpy; a column with few distinct values, such
+as the latency column, as the values and a code per point) and builds a ``MeasuredRow``
+(with its file name and line) only for the rows an answer or an exact lookup reports. A
+slice is built from fetched point rows (``build_slice``) or read whole from its stored pack
+(``profstore.regime_pack``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from operator import itemgetter
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,13 +21,7 @@ AXES = 3
 """Coordinate columns of a point (``sample_point.axis_0..2``)."""
 SAMPLE, LATENCY, COLUMN, LINE, FILE, AXIS, SEMANTIC, POINT = 0, 1, 2, 3, 4, 5, 8, 9
 """Positions in a fetched point row: sample id, latency, latency column, line, kernel file
-id, three axes, semantic key, point id (``candidates._point_select``)."""
-
-
-class FileNameLookup(Protocol):
-    """Kernel file id -> file name (a dict, or ``candidates.FileNames`` reading on demand)."""
-
-    def __getitem__(self, file_id: int, /) -> str: ...
+name, three axes, semantic key, point id (``candidates._point_select``)."""
 
 
 class MeasuredRow(NamedTuple):
@@ -52,35 +46,79 @@ class MeasuredRow(NamedTuple):
         }
 
 
+def _none_first(value: Any) -> tuple[bool, Any]:
+    return (value is not None, value)
+
+
+@dataclass(frozen=True)
+class Categories:
+    """A column with few distinct values per regime (latency column, kernel file, semantic
+    key): the distinct values, sorted (None first), and each point's index into them."""
+
+    names: tuple[Any, ...]
+    codes: np.ndarray
+
+    def __getitem__(self, i: int) -> Any:
+        return self.names[self.codes[i]]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def take(self, keep: np.ndarray) -> Categories:
+        return Categories(self.names, self.codes[keep])
+
+    @cached_property
+    def values(self) -> tuple[Any, ...]:
+        """Every point's value (built once, when a caller reads them all)."""
+        if len(self.names) == 1:
+            return self.names * len(self.codes)
+        return tuple(self.names[c] for c in self.codes.tolist())
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Categories:
+        names = tuple(sorted(set(values), key=_none_first))
+        if len(names) <= 1:
+            return cls(names, np.zeros(len(values), dtype=np.int64))
+        code_of = {name: i for i, name in enumerate(names)}
+        return cls(names, np.array([code_of[v] for v in values], dtype=np.int64))
+
+
 @dataclass(frozen=True)
 class RegimeSlice:
     """Every point of one (profile, kernel, path, regime) in point order: axes NULL first,
     then latency column, latency and point id (the order of the coordinate index before
     schema 0005, the same on every backend)."""
 
-    fetched: tuple[tuple[Any, ...], ...]
-    """The fetched columns (``SAMPLE`` … ``POINT``), each a tuple in point order."""
     axes: np.ndarray
+    """Points × axes, each point's present axes packed to the left."""
     latency: np.ndarray
     sample_ids: np.ndarray
-    column_codes: np.ndarray
-    """Each point's latency column as an index into ``column_names`` (sorted names)."""
-    column_names: tuple[str, ...]
-    file_names: FileNameLookup = field(repr=False)
+    columns: Categories
+    """Each point's latency column (names sorted: the order points are sorted in)."""
+    line_nos: np.ndarray
+    files: Categories
+    """Each point's kernel file name."""
+    semantic: Categories
 
     def __len__(self) -> int:
         return len(self.latency)
 
     @property
+    def column_codes(self) -> np.ndarray:
+        return self.columns.codes
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return self.columns.names
+
+    @property
     def semantics(self) -> tuple[str | None, ...]:
-        return self.fetched[SEMANTIC]
+        return self.semantic.values
 
     def row(self, i: int) -> MeasuredRow:
-        f = self.fetched
-        axes = tuple(float(v) for v in (f[AXIS][i], f[AXIS + 1][i], f[AXIS + 2][i])
-                     if v is not None)
-        return MeasuredRow(f[SAMPLE][i], f[LATENCY][i], f[COLUMN][i], f[LINE][i],
-                           self.file_names[f[FILE][i]], axes, f[SEMANTIC][i])
+        return MeasuredRow(int(self.sample_ids[i]), float(self.latency[i]), self.columns[i],
+                           int(self.line_nos[i]), self.files[i],
+                           tuple(self.axes[i].tolist()), self.semantic[i])
 
     @cached_property
     def rows(self) -> tuple[MeasuredRow, ...]:
@@ -112,43 +150,30 @@ class RegimeSlice:
     def without(self, exclude: frozenset[int]) -> RegimeSlice:
         """The slice with the points of these samples left out (hold-out)."""
         keep = np.flatnonzero(~np.isin(self.sample_ids, list(exclude)))
-        return RegimeSlice(_reordered(self.fetched, keep), self.axes[keep], self.latency[keep],
-                           self.sample_ids[keep], self.column_codes[keep], self.column_names,
-                           self.file_names)
+        return RegimeSlice(self.axes[keep], self.latency[keep], self.sample_ids[keep],
+                           self.columns.take(keep), self.line_nos[keep],
+                           self.files.take(keep), self.semantic.take(keep))
 
 
-def build_slice(fetched_rows: Sequence[Sequence[Any]], file_names: FileNameLookup
-                ) -> RegimeSlice:
-    """A slice from fetched point rows in any order (sorted here, once, in numpy)."""
+def build_slice(fetched_rows: Sequence[Sequence[Any]]) -> RegimeSlice:
+    """A slice from fetched point rows (``SAMPLE`` … ``POINT``) in any order (sorted here,
+    once, in numpy)."""
     if not fetched_rows:
         empty = np.empty(0)
-        return RegimeSlice(((),) * (POINT + 1), empty.reshape(0, 0), empty,
-                           np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), (),
-                           file_names)
+        none = Categories((), np.empty(0, dtype=np.int64))
+        return RegimeSlice(empty.reshape(0, 0), empty, np.empty(0, dtype=np.int64), none,
+                           np.empty(0, dtype=np.int64), none, none)
     raw = list(zip(*fetched_rows))
     coords = np.array(raw[AXIS:AXIS + AXES], dtype=float)  # NULL -> NaN, one row per axis
-    names = tuple(sorted(set(raw[COLUMN])))
-    code_of = {name: i for i, name in enumerate(names)}
-    codes = (np.zeros(len(fetched_rows), dtype=np.int64) if len(names) == 1 else
-             np.array([code_of[c] for c in raw[COLUMN]], dtype=np.int64))
+    columns = Categories.of(raw[COLUMN])
     latency = np.array(raw[LATENCY], dtype=float)
     null_first = np.where(np.isnan(coords), -np.inf, coords)
-    order = np.lexsort((np.array(raw[POINT]), latency, codes, *null_first[::-1]))
-    fetched = _reordered(raw, order)
-    return RegimeSlice(fetched, _packed_axes(coords[:, order]), latency[order],
-                       np.array(fetched[SAMPLE], dtype=np.int64), codes[order], names,
-                       file_names)
-
-
-def _reordered(columns: Sequence[tuple[Any, ...]], order: np.ndarray
-               ) -> tuple[tuple[Any, ...], ...]:
-    """Each column with its items picked in ``order``."""
-    if len(order) == 0:
-        return tuple(() for _ in columns)
-    if len(order) == 1:
-        return tuple((col[int(order[0])],) for col in columns)
-    pick = itemgetter(*order.tolist())
-    return tuple(pick(col) for col in columns)
+    order = np.lexsort((np.array(raw[POINT]), latency, columns.codes, *null_first[::-1]))
+    return RegimeSlice(_packed_axes(coords[:, order]), latency[order],
+                       np.array(raw[SAMPLE], dtype=np.int64)[order], columns.take(order),
+                       np.array(raw[LINE], dtype=np.int64)[order],
+                       Categories.of(raw[FILE]).take(order),
+                       Categories.of(raw[SEMANTIC]).take(order))
 
 
 def _packed_axes(coords: np.ndarray) -> np.ndarray:

@@ -28,8 +28,8 @@ from profstore.ingest.rows_to_sql import RowWriter
 from profstore.ingest.writer import Row, csv_text
 from sqlalchemy import Connection, Engine, Table, insert, select
 
-COPY_ORDER = (t.kernel_file, t.sample_table, t.key_table, t.regime, t.point, t.path_refusal,
-              t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
+COPY_ORDER = (t.kernel_file, t.sample_table, t.key_table, t.regime, t.point, t.regime_points,
+              t.path_refusal, t.rejected_row, t.comm_sample, t.op_mapping, t.interpolation_policy)
 CHUNK = 5000
 
 
@@ -43,7 +43,7 @@ def copy_profiles(source: Engine, target: Engine, profile_ids: Sequence[int]) ->
 
 def _copy(read: Connection, write: Connection, table: Table, where: Any) -> None:
     result = read.execution_options(yield_per=CHUNK).execute(
-        select(table).where(where).order_by(table.c.id))
+        select(table).where(where).order_by(*table.primary_key.columns))
     for chunk in result.partitions(CHUNK):
         write.execute(insert(table), [dict(row._mapping) for row in chunk])
 
@@ -62,6 +62,7 @@ def add_rows(engine: Engine, profile_id: int, store: Store, version: str,
                                      profile.mapping)
             writer.flush()
             accepted[kernel] = len(readout.accepted)
+        writer.write_packs()
     return accepted
 
 

@@ -54,7 +54,8 @@ def snapshot(engine: Engine) -> dict[str, object]:
         state: dict[str, object] = {
             "profiles": conn.execute(select(t.profile_set).order_by(t.profile_set.c.id)).all()}
         for table in t.DATA_TABLES:
-            state[table.name] = conn.execute(select(table).order_by(table.c.id)).all()
+            state[table.name] = conn.execute(
+                select(table).order_by(*table.primary_key.columns)).all()
     return state
 
 

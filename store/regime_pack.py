@@ -1,0 +1,96 @@
+"""A regime slice as one stored row (``regime_points``) and back.
+
+Each array is stored as its little-endian bytes: latencies as float64 (exactly the values
+``sample`` holds), integers in the narrowest of 1, 2, 4 or 8 bytes that holds them (read
+back by the byte count per value), coordinates as such integers when every one is a whole
+number below 2**31 (token counts and dimensions: three quarters of the corpus's
+coordinate bytes), else as float64. A column with
+few distinct values is stored as the JSON list of its values and a code per point, the
+codes left out (NULL) when the regime has one value. The point order is the slice's, so a
+decoded slice equals the slice ``build_slice`` makes from the same points' rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from profstore.regime_slice import Categories, RegimeSlice
+
+PACK_COLUMNS = ("regime_id", "profile_id", "points", "width", "axes", "latency_us", "sample_ids",
+                "line_nos", "latency_columns", "latency_column_codes", "kernel_files",
+                "kernel_file_codes", "semantic_keys", "semantic_codes")
+"""The columns of a ``regime_points`` row, in the order ``encode`` gives them."""
+READ_COLUMNS = PACK_COLUMNS[2:]
+"""The columns ``decode`` reads, in this order."""
+
+_FLOAT = np.dtype("<f8")
+_UNSIGNED = {1: np.dtype("u1"), 2: np.dtype("<u2")}
+_SIGNED = {4: np.dtype("<i4"), 8: np.dtype("<i8")}
+_BY_SIZE = {**_UNSIGNED, **_SIGNED}
+
+
+def _int_bytes(values: np.ndarray) -> bytes:
+    low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    if low >= 0 and high < 1 << 16:
+        dtype = _UNSIGNED[1] if high < 1 << 8 else _UNSIGNED[2]
+    else:
+        dtype = _SIGNED[4] if low >= -(1 << 31) and high < 1 << 31 else _SIGNED[8]
+    return values.astype(dtype).tobytes()
+
+
+def _ints(blob: bytes, values: int) -> np.ndarray:
+    if not values:
+        return np.empty(0, dtype=np.int64)
+    return np.frombuffer(blob, dtype=_BY_SIZE[len(blob) // values])
+
+
+def _axes_bytes(axes: np.ndarray) -> bytes:
+    """Whole numbers (not -0.0) below 2**31 as integers, anything else as float64."""
+    whole = np.isfinite(axes).all() and (axes == np.trunc(axes)).all() \
+        and (np.abs(axes) < 1 << 31).all() and not (np.signbit(axes) & (axes == 0)).any()
+    if whole and axes.size:
+        return _int_bytes(axes.astype(np.int64).ravel())
+    return np.ascontiguousarray(axes, _FLOAT).tobytes()
+
+
+def _axes(blob: bytes, points: int, width: int) -> np.ndarray:
+    values = points * width
+    if not values:
+        return np.empty((points, width))
+    size = len(blob) // values
+    found = np.frombuffer(blob, _FLOAT) if size == 8 else _ints(blob, values).astype(float)
+    return found.reshape(points, width)
+
+
+def _categories_out(categories: Categories) -> tuple[str, bytes | None]:
+    codes = None if len(categories.names) <= 1 else _int_bytes(categories.codes)
+    return json.dumps(list(categories.names)), codes
+
+
+def _categories_in(names: str, codes: bytes | None, points: int) -> Categories:
+    values = tuple(json.loads(names))
+    if codes is None:
+        return Categories(values, np.zeros(points, dtype=np.int64))
+    return Categories(values, _ints(codes, points))
+
+
+def encode(regime_id: int, profile_id: int, regime_slice: RegimeSlice) -> tuple[Any, ...]:
+    """The ``regime_points`` row (``PACK_COLUMNS``) of a regime's slice."""
+    s = regime_slice
+    return (regime_id, profile_id, len(s), s.axes.shape[1], _axes_bytes(s.axes),
+            s.latency.astype(_FLOAT).tobytes(), _int_bytes(s.sample_ids),
+            _int_bytes(s.line_nos), *_categories_out(s.columns), *_categories_out(s.files),
+            *_categories_out(s.semantic))
+
+
+def decode(row: Sequence[Any]) -> RegimeSlice:
+    """The slice of a ``regime_points`` row read as ``READ_COLUMNS``."""
+    (points, width, axes, latency, sample_ids, line_nos, columns, column_codes, files,
+     file_codes, semantics, semantic_codes) = row
+    return RegimeSlice(_axes(axes, points, width), np.frombuffer(latency, _FLOAT),
+                       _ints(sample_ids, points), _categories_in(columns, column_codes, points),
+                       _ints(line_nos, points), _categories_in(files, file_codes, points),
+                       _categories_in(semantics, semantic_codes, points))
