@@ -23,23 +23,6 @@ from sqlalchemy import Engine, bindparam, func, select
 
 __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 
-AXIS_COLUMNS = (t.point.c.axis_0, t.point.c.axis_1, t.point.c.axis_2)
-
-
-def _point_select():
-    """The columns ``regime_slice`` reads by position (``SAMPLE`` … ``POINT``), unordered:
-    ``build_slice`` sorts them."""
-    p, s, f = t.point.c, t.sample_table.c, t.kernel_file.c
-    return (
-        select(p.sample_id, s.latency_us, s.latency_column, s.line_no, f.file_name,
-               p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
-        .select_from(t.point)
-        .join(t.regime, t.regime.c.id == p.regime_id)
-        .join(t.sample_table, s.id == p.sample_id)
-        .join(t.kernel_file, f.id == s.kernel_file_id)
-    )
-
-
 _P = t.point.c
 _G = t.regime.c
 _K = t.key_table.c
@@ -71,10 +54,6 @@ _OUTPUT_SHAPE = Statement(
     .where(_K.exact_key >= bindparam("low"), _K.exact_key < bindparam("high"))
     .order_by(_K.exact_key, _K.sample_id)
 )
-_REGIME_SLICE_SELECT = _point_select().where(
-    _G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
-    _G.path == bindparam("path"), _G.regime_key == bindparam("regime"),
-)
 _PACK = t.regime_points.c
 _REGIME_PACK = Statement(
     select(*[_PACK[name] for name in READ_COLUMNS])
@@ -82,11 +61,6 @@ _REGIME_PACK = Statement(
     .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
            _G.path == bindparam("path"), _G.regime_key == bindparam("regime")))
 """A regime's points in one row (``regime_points``, ``profstore.regime_pack``)."""
-_POINTS_AT = tuple(
-    Statement(_REGIME_SLICE_SELECT.where(
-        *[AXIS_COLUMNS[i] == bindparam(f"a{i}") for i in range(n)]))
-    for n in range(4)
-)
 _REGIME_STATS = Statement(
     select(func.count(), func.count(_G.id.distinct()))
     .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
@@ -167,18 +141,11 @@ class CandidateQueries:
         axes: Sequence[float],
         exclude: frozenset[int] = frozenset(),
     ) -> list[MeasuredRow]:
-        """Rows at one exact coordinate of a regime (the specialised exact lookup); read
-        from the regime's slice when it is cached, in the same order."""
-        target = tuple(float(v) for v in axes)
-        full = self._slices.get((profile_id, kernel, path, regime_key))
-        if full is not None:
-            return full.rows_at(target, exclude)
-        fetched = _POINTS_AT[len(target)].rows(
-            self.engine, profile=profile_id, kernel=kernel, path=path, regime=regime_key,
-            **{f"a{i}": v for i, v in enumerate(target)})
-        if not fetched:
-            return []
-        return [r for r in build_slice(fetched).rows if r.sample_id not in exclude]
+        """Rows at one exact coordinate of a regime (the specialised exact lookup), in point
+        order, from the regime's slice: the interpolation that follows a miss reads the
+        same slice, so the regime's one row is read once."""
+        return self._full_slice(profile_id, kernel, path, regime_key).rows_at(
+            tuple(float(v) for v in axes), exclude)
 
     def regime_slice(
         self,
@@ -188,6 +155,11 @@ class CandidateQueries:
         regime_key: str,
         exclude: frozenset[int] = frozenset(),
     ) -> RegimeSlice:
+        full = self._full_slice(profile_id, kernel, path, regime_key)
+        return full.without(exclude) if exclude else full
+
+    def _full_slice(self, profile_id: int, kernel: str, path: str, regime_key: str
+                    ) -> RegimeSlice:
         key = (profile_id, kernel, path, regime_key)
         full = self._slices.get(key)
         if full is None:
@@ -195,7 +167,7 @@ class CandidateQueries:
                                        path=path, regime=regime_key)
             full = decode(packed[0]) if packed else build_slice(())
             self._slices.put(key, full)
-        return full.without(exclude) if exclude else full
+        return full
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
         """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""

@@ -165,7 +165,7 @@ class Line:
         self.xl: list[float] = self.xa.tolist()
         self.yl: list[float] = self.ya.tolist()
         self.order, self.sx = _sorted_1d(self.xa, self.xl)
-        self.duplicates = _has_duplicates(self.sx)
+        self.duplicates = _has_duplicates(self.sx, self.xa if self.sx is self.xl else None)
         self._texts: dict[int, str] = {}
         """``_fmt`` of measured points by index, spelled when first named."""
 
@@ -219,8 +219,11 @@ class Line:
 
 
 def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float]]:
-    """The stable ascending order and the sorted coordinates (numpy for a long axis)."""
+    """The stable ascending order and the sorted coordinates (numpy for a long axis; an
+    axis already ascending, as a regime's candidates come, keeps its order)."""
     if len(xl) > 64:
+        if bool(np.all(xa[1:] >= xa[:-1])):
+            return list(range(len(xl))), xl
         order = np.argsort(xa, kind="stable").tolist()
     else:
         order = sorted(range(len(xl)), key=xl.__getitem__)
@@ -234,9 +237,10 @@ def _nearest_scan(xa: np.ndarray, xl: list[float], x: float) -> int:
     return min(range(len(xl)), key=lambda i: abs(xl[i] - x))
 
 
-def _has_duplicates(sx: list[float]) -> bool:
-    """Whether two sorted coordinates are the same within ``EXACT_RTOL``."""
+def _has_duplicates(sx: list[float], ascending: np.ndarray | None = None) -> bool:
+    """Whether two sorted coordinates are the same within ``EXACT_RTOL`` (``ascending``:
+    ``sx`` as an array, when the caller has it)."""
     if len(sx) > 64:
-        a = np.asarray(sx)
+        a = np.asarray(sx) if ascending is None else ascending
         return bool(np.any(np.diff(a) <= _tol(a[1:])))
     return any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:]))

@@ -94,10 +94,17 @@ class Candidates:
            fixed: Sequence[tuple[int, float]], semantic: str | None,
            policy: KernelPolicy) -> Candidates:
         """The slice's points whose fixed axes equal the target's, split by latency column."""
-        mask = np.ones(len(regime_slice), dtype=bool)
-        for i, value in fixed:
-            mask &= regime_slice.axes[:, i] == value
-        chosen = np.flatnonzero(mask)
+        if fixed:
+            mask = regime_slice.axes[:, fixed[0][0]] == fixed[0][1]
+            for i, value in fixed[1:]:
+                mask &= regime_slice.axes[:, i] == value
+            chosen = np.flatnonzero(mask)
+        else:
+            chosen = np.arange(len(regime_slice))
+        names = regime_slice.column_names
+        if len(names) == 1:  # one latency column: no split
+            by_one = {names[0]: chosen} if len(chosen) else {}
+            return cls(regime_slice, by_one, group, semantic, policy)
         codes = regime_slice.column_codes[chosen]
         present, first = np.unique(codes, return_index=True)
         in_order = present[np.argsort(first)].tolist()  # equal ranks: first seen, first
@@ -129,14 +136,21 @@ def merge_points(
         semantics = regime_slice.semantics
         chosen = chosen[[semantics[i] == semantic for i in chosen.tolist()]]
     coordinates = regime_slice.axes[np.ix_(chosen, np.asarray(group, dtype=np.intp))]
-    order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
-    coordinates, chosen = coordinates[order], chosen[order]
+    if not _ascending_line(coordinates):
+        order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
+        coordinates, chosen = coordinates[order], chosen[order]
     same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
     if not same.any():
         return (coordinates, regime_slice.latency[chosen], chosen.tolist(),
                 [1] * len(chosen), 0)
     return _merge_duplicates(regime_slice, chosen, coordinates, same, semantic, rank,
                              unique_required)
+
+
+def _ascending_line(coordinates: np.ndarray) -> bool:
+    """One axis already in ascending order (a slice is sorted by its first axis): the
+    stable sort would leave it as it is."""
+    return coordinates.shape[1] == 1 and bool(np.all(coordinates[1:, 0] >= coordinates[:-1, 0]))
 
 
 def _merge_duplicates(

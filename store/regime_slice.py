@@ -21,7 +21,7 @@ AXES = 3
 """Coordinate columns of a point (``sample_point.axis_0..2``)."""
 SAMPLE, LATENCY, COLUMN, LINE, FILE, AXIS, SEMANTIC, POINT = 0, 1, 2, 3, 4, 5, 8, 9
 """Positions in a fetched point row: sample id, latency, latency column, line, kernel file
-name, three axes, semantic key, point id (``candidates._point_select``)."""
+name, three axes, semantic key, point id (what ``profstore.ingest.packs`` reads)."""
 
 
 class MeasuredRow(NamedTuple):
@@ -127,25 +127,12 @@ class RegimeSlice:
 
     def rows_at(self, target: Sequence[float], exclude: frozenset[int]) -> list[MeasuredRow]:
         """The rows at one coordinate (its leading axes), in point order."""
-        n, width = len(target), self.axes.shape[1]
-        if n > width:
+        n = len(target)
+        if n > self.axes.shape[1]:
             return []
-        if n == width:
-            at = self._at.get(tuple(float(v) for v in target), [])
-        else:
-            same = self.axes[:, :n] == np.asarray(target, dtype=float)
-            at = np.flatnonzero(np.all(same, axis=1)).tolist()
-        rows = [self.row(i) for i in at]
+        same = self.axes[:, :n] == np.asarray(target, dtype=float)
+        rows = [self.row(i) for i in np.flatnonzero(np.all(same, axis=1)).tolist()]
         return [r for r in rows if r.sample_id not in exclude] if exclude else rows
-
-    @cached_property
-    def _at(self) -> dict[tuple[float, ...], list[int]]:
-        """Point indices by full coordinate, built on the first exact lookup of a cached
-        slice (the regime's later targets are then one dict read)."""
-        found: dict[tuple[float, ...], list[int]] = {}
-        for i, point in enumerate(map(tuple, self.axes.tolist())):
-            found.setdefault(point, []).append(i)
-        return found
 
     def without(self, exclude: frozenset[int]) -> RegimeSlice:
         """The slice with the points of these samples left out (hold-out)."""
