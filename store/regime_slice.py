@@ -127,12 +127,32 @@ class RegimeSlice:
 
     def rows_at(self, target: Sequence[float], exclude: frozenset[int]) -> list[MeasuredRow]:
         """The rows at one coordinate (its leading axes), in point order."""
-        n = len(target)
-        if n > self.axes.shape[1]:
+        n, width = len(target), self.axes.shape[1]
+        if n > width:
             return []
-        same = self.axes[:, :n] == np.asarray(target, dtype=float)
-        rows = [self.row(i) for i in np.flatnonzero(np.all(same, axis=1)).tolist()]
+        if n == width and self._asked_before():
+            at = self._at.get(tuple(float(v) for v in target), [])
+        else:
+            same = self.axes[:, :n] == np.asarray(target, dtype=float)
+            at = np.flatnonzero(np.all(same, axis=1)).tolist()
+        rows = [self.row(i) for i in at]
         return [r for r in rows if r.sample_id not in exclude] if exclude else rows
+
+    def _asked_before(self) -> bool:
+        """Whether a full coordinate was asked of this slice before: the first is found by
+        a scan (a slice read for one target does not build the index below), the later
+        ones by the index (a cached slice's targets are then one dict read)."""
+        asked = self.__dict__.get("_asked", False)
+        self.__dict__["_asked"] = True
+        return asked
+
+    @cached_property
+    def _at(self) -> dict[tuple[float, ...], list[int]]:
+        """Point indices by full coordinate."""
+        found: dict[tuple[float, ...], list[int]] = {}
+        for i, point in enumerate(map(tuple, self.axes.tolist())):
+            found.setdefault(point, []).append(i)
+        return found
 
     def without(self, exclude: frozenset[int]) -> RegimeSlice:
         """The slice with the points of these samples left out (hold-out)."""
