@@ -19,7 +19,7 @@ from profstore.lru import LRU
 from profstore.regime_pack import READ_COLUMNS, decode
 from profstore.regime_slice import MeasuredRow, RegimeSlice, build_slice
 from profstore.statements import Statement, compile_all
-from sqlalchemy import Engine, bindparam, func, select
+from sqlalchemy import Engine, and_, bindparam, func, select
 
 __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 
@@ -43,11 +43,23 @@ _KEY_JOIN = (
 )
 MAX_KEYS = 3
 """The most exact keys a target tries (``exact_keys.target_keys``)."""
-_EXACT_KEYS = tuple(
-    Statement(_KEY_JOIN.add_columns(_K.exact_key)
-              .where(_K.exact_key.in_([bindparam(f"k{i}") for i in range(n)])))
-    for n in range(1, MAX_KEYS + 1))
-"""Every key of a target in one statement: a miss on the first key costs no second query.
+
+
+def _exact_keys(n: int) -> Statement:
+    f = t.kernel_file.c
+    keys = and_(_K.kernel_file_id == f.id,
+                _K.exact_key.in_([bindparam(f"k{i}") for i in range(n)]))
+    return Statement(select(*_KEY_COLUMNS, _K.exact_key)
+                     .select_from(t.kernel_file.outerjoin(t.key_table, keys)
+                                  .outerjoin(t.sample_table, _S.id == _K.sample_id))
+                     .where(f.profile_id == bindparam("profile"),
+                            f.kernel_type == bindparam("kernel")))
+
+
+_EXACT_KEYS = tuple(_exact_keys(n) for n in range(1, MAX_KEYS + 1))
+"""Every key of a target in one statement, from each of the kernel's files (a file without
+any of the keys gives one row of NULLs): a miss on the first key costs no second query, and
+a miss on all of them tells whether the kernel has a CSV without a query of its own.
 Unordered: a key has one to a few rows, sorted in Python (no temporary b-tree)."""
 _OUTPUT_SHAPE = Statement(
     _KEY_JOIN.add_columns(_K.exact_key)
@@ -116,9 +128,10 @@ class CandidateQueries:
             rows = _EXACT_KEYS[len(part) - 1].rows(self.engine, profile=profile_id,
                                                    kernel=kernel,
                                                    **{f"k{i}": k for i, k in enumerate(part)})
-            for r in sorted(rows, key=_key_row_order):
-                if r[0] not in exclude:
-                    found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
+            self._kernels.put((profile_id, kernel), bool(rows))
+            matched = [r for r in rows if r[0] is not None and r[0] not in exclude]
+            for r in sorted(matched, key=_key_row_order):
+                found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
         return found
 
     def output_shape_rows(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -105,11 +106,15 @@ class Candidates:
         if len(names) == 1:  # one latency column: no split
             by_one = {names[0]: chosen} if len(chosen) else {}
             return cls(regime_slice, by_one, group, semantic, policy)
-        codes = regime_slice.column_codes[chosen]
-        present, first = np.unique(codes, return_index=True)
-        in_order = present[np.argsort(first)].tolist()  # equal ranks: first seen, first
-        by_column = {regime_slice.column_names[c]: chosen[codes == c] for c in in_order}
-        return cls(regime_slice, by_column, group, semantic, policy)
+        codes = regime_slice.column_codes[chosen] if fixed else regime_slice.column_codes
+        split = []
+        for code, name in enumerate(names):
+            where = np.flatnonzero(codes == code)
+            if len(where):
+                split.append((int(where[0]), name, chosen[where] if fixed else where))
+        split.sort(key=itemgetter(0))  # equal ranks: first seen, first
+        return cls(regime_slice, {name: points for _, name, points in split}, group, semantic,
+                   policy)
 
     def __len__(self) -> int:
         return len(self.columns)
@@ -135,11 +140,14 @@ def merge_points(
     if semantic is not None:
         semantics = regime_slice.semantics
         chosen = chosen[[semantics[i] == semantic for i in chosen.tolist()]]
-    coordinates = regime_slice.axes[np.ix_(chosen, np.asarray(group, dtype=np.intp))]
-    if not _ascending_line(coordinates):
+    ascending = _ascending_line(regime_slice, chosen, group)
+    if ascending is not None:
+        coordinates, same = ascending
+    else:
+        coordinates = regime_slice.axes[np.ix_(chosen, np.asarray(group, dtype=np.intp))]
         order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
         coordinates, chosen = coordinates[order], chosen[order]
-    same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
+        same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
     if not same.any():
         return (coordinates, regime_slice.latency[chosen], chosen.tolist(),
                 [1] * len(chosen), 0)
@@ -147,10 +155,18 @@ def merge_points(
                              unique_required)
 
 
-def _ascending_line(coordinates: np.ndarray) -> bool:
-    """One axis already in ascending order (a slice is sorted by its first axis): the
-    stable sort would leave it as it is."""
-    return coordinates.shape[1] == 1 and bool(np.all(coordinates[1:, 0] >= coordinates[:-1, 0]))
+def _ascending_line(regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequence[int]
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """For one axis already in ascending order (a slice is sorted by its first axis, so a
+    1-D regime's candidates are), the coordinates as a column and where each equals the
+    one before; None otherwise (the stable sort would leave an ascending axis as it is)."""
+    if len(group) != 1:
+        return None
+    line = regime_slice.axes[chosen, group[0]]
+    later, earlier = line[1:], line[:-1]
+    if not bool(np.all(later >= earlier)):
+        return None
+    return line.reshape(len(line), 1), later == earlier
 
 
 def _merge_duplicates(
