@@ -27,8 +27,8 @@ READ_COLUMNS = PACK_COLUMNS[2:]
 """The columns ``decode`` reads, in this order."""
 
 _FLOAT = np.dtype("<f8")
-_UNSIGNED = {1: np.dtype("u1"), 2: np.dtype("<u2")}
-_SIGNED = {4: np.dtype("<i4"), 8: np.dtype("<i8")}
+_UNSIGNED: dict[int, np.dtype[Any]] = {1: np.dtype("u1"), 2: np.dtype("<u2")}
+_SIGNED: dict[int, np.dtype[Any]] = {4: np.dtype("<i4"), 8: np.dtype("<i8")}
 _BY_SIZE = {**_UNSIGNED, **_SIGNED}
 
 
@@ -70,11 +70,10 @@ def _categories_out(categories: Categories) -> tuple[str, bytes | None]:
     return json.dumps(list(categories.names)), codes
 
 
-def _categories_in(names: str, codes: bytes | None, points: int) -> Categories:
+def _categories_in(names: str, codes: bytes | None, single: np.ndarray) -> Categories:
+    """``single``: every point's code when the regime has one value (read only, shared)."""
     values = tuple(json.loads(names))
-    if codes is None:
-        return Categories(values, np.zeros(points, dtype=np.int64))
-    return Categories(values, _ints(codes, points))
+    return Categories(values, single if codes is None else _ints(codes, len(single)))
 
 
 def encode(regime_id: int, profile_id: int, regime_slice: RegimeSlice) -> tuple[Any, ...]:
@@ -90,7 +89,9 @@ def decode(row: Sequence[Any]) -> RegimeSlice:
     """The slice of a ``regime_points`` row read as ``READ_COLUMNS``."""
     (points, width, axes, latency, sample_ids, line_nos, columns, column_codes, files,
      file_codes, semantics, semantic_codes) = row
+    single = np.zeros(points, dtype=np.int64)
+    single.setflags(write=False)
     return RegimeSlice(_axes(axes, points, width), np.frombuffer(latency, _FLOAT),
-                       _ints(sample_ids, points), _categories_in(columns, column_codes, points),
-                       _ints(line_nos, points), _categories_in(files, file_codes, points),
-                       _categories_in(semantics, semantic_codes, points))
+                       _ints(sample_ids, points), _categories_in(columns, column_codes, single),
+                       _ints(line_nos, points), _categories_in(files, file_codes, single),
+                       _categories_in(semantics, semantic_codes, single))

@@ -132,6 +132,8 @@ class RegimeSlice:
             return []
         if n == width and self._asked_before():
             at = self._at.get(tuple(float(v) for v in target), [])
+        elif n == 1:
+            at = np.flatnonzero(self.axes[:, 0] == float(target[0])).tolist()
         else:
             same = self.axes[:, :n] == np.asarray(target, dtype=float)
             at = np.flatnonzero(np.all(same, axis=1)).tolist()
