@@ -17,7 +17,7 @@ from profstore.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_key
 from profstore.ingest.bulk import bulk_insert
 from profstore.ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from profstore.ingest.hccl import CommReadout
-from profstore.ingest.packs import write_packs
+from profstore.ingest.packs import PointCollector, write_packs
 from profstore.mapping import VersionMapping
 from profstore.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack
 from profstore.paths.base import Extraction, Refusal, RowContext
@@ -83,8 +83,11 @@ class RowWriter:
         self._regime_ids = {} if self.wide_points else _existing_regimes(conn, profile_id)
         self.packs = inspector.has_table(t.regime_points.name)
         """Since 0006: each regime's points are also stored as one row (``write_packs``)."""
-        self._fresh = not self._regime_ids
+        self._collector = PointCollector(COLUMNS) if self.packs and not self._regime_ids \
+            else None
+        """A new version's points, packed from what the writer flushed."""
         self._touched: set[int] = set()
+        """Otherwise: the regimes that gained points, packed again from the database."""
         self._next_id = {
             name: (conn.execute(select(func.max(column))).scalar() or 0) + 1
             for name, column in (("kernel_file", t.kernel_file.c.id),
@@ -120,12 +123,14 @@ class RowWriter:
         return COLUMNS[table.name]
 
     def flush(self) -> None:
+        if self._collector is not None:
+            self._collector.add(self.buffers)
         for table in FLUSH_ORDER:
             rows = self.buffers.pop(table.name, None)
             if rows:
                 if table is t.key_table and not self.legacy:
                     rows.sort()  # primary-key order: appended to the b-tree, pages stay full
-                if table is t.point and self.packs:
+                if table is t.point and self.packs and self._collector is None:
                     self._touched.update(row[1] for row in rows)
                 bulk_insert(self.conn, table, self.columns(table), rows)
             records = self.dicts.pop(table.name, None)
@@ -133,12 +138,12 @@ class RowWriter:
                 self.conn.execute(insert(table), records)
 
     def write_packs(self) -> int:
-        """After the last ``flush``: the packs of every regime this writer added points to
-        (a new version's: all of its regimes, read by profile)."""
-        if not self.packs or not self._touched:
-            return 0
+        """After the last ``flush``: the packs of every regime this writer added points to;
+        returns how many were written."""
+        if self._collector is not None:
+            return self._collector.write(self.conn, self.profile_id)
         touched, self._touched = self._touched, set()
-        return write_packs(self.conn, self.profile_id, None if self._fresh else touched)
+        return write_packs(self.conn, self.profile_id, touched) if touched else 0
 
     def write_kernel_file(self, name: str, kernel: str, digest: str, readout: FileReadout,
                           mapping: VersionMapping) -> None:

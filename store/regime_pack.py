@@ -3,7 +3,7 @@
 Each array is stored as its little-endian bytes: latencies as float64 (exactly the values
 ``sample`` holds), integers in the narrowest of 1, 2, 4 or 8 bytes that holds them (read
 back by the byte count per value), coordinates as such integers when every one is a whole
-number below 2**31 (token counts and dimensions: three quarters of the corpus's
+number from 0 below 2**31 (token counts and dimensions: three quarters of the corpus's
 coordinate bytes), else as float64. A column with
 few distinct values is stored as the JSON list of its values and a code per point, the
 codes left out (NULL) when the regime has one value. The point order is the slice's, so a
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from profstore.lru import LRU
 from profstore.regime_slice import Categories, RegimeSlice
 
 PACK_COLUMNS = ("regime_id", "profile_id", "points", "width", "axes", "latency_us", "sample_ids",
@@ -27,18 +28,17 @@ READ_COLUMNS = PACK_COLUMNS[2:]
 """The columns ``decode`` reads, in this order."""
 
 _FLOAT = np.dtype("<f8")
-_UNSIGNED: dict[int, np.dtype[Any]] = {1: np.dtype("u1"), 2: np.dtype("<u2")}
-_SIGNED: dict[int, np.dtype[Any]] = {4: np.dtype("<i4"), 8: np.dtype("<i8")}
-_BY_SIZE = {**_UNSIGNED, **_SIGNED}
+_BY_SIZE: dict[int, np.dtype[Any]] = {1: np.dtype("u1"), 2: np.dtype("<u2"),
+                                      4: np.dtype("<i4"), 8: np.dtype("<i8")}
 
 
-def _int_bytes(values: np.ndarray) -> bytes:
-    low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
-    if low >= 0 and high < 1 << 16:
-        dtype = _UNSIGNED[1] if high < 1 << 8 else _UNSIGNED[2]
-    else:
-        dtype = _SIGNED[4] if low >= -(1 << 31) and high < 1 << 31 else _SIGNED[8]
-    return values.astype(dtype).tobytes()
+def _int_bytes(values: np.ndarray, high: int | None = None) -> bytes:
+    """Non-negative integers (ids, lines, codes, whole coordinates; ``high``: their
+    largest, when known) in the narrowest of 1, 2, 4 or 8 bytes that holds them."""
+    if high is None:
+        high = int(values.max()) if len(values) else 0
+    size = 1 if high < 1 << 8 else 2 if high < 1 << 16 else 4 if high < 1 << 31 else 8
+    return values.astype(_BY_SIZE[size]).tobytes()
 
 
 def _ints(blob: bytes, values: int) -> np.ndarray:
@@ -48,11 +48,13 @@ def _ints(blob: bytes, values: int) -> np.ndarray:
 
 
 def _axes_bytes(axes: np.ndarray) -> bytes:
-    """Whole numbers (not -0.0) below 2**31 as integers, anything else as float64."""
-    whole = np.isfinite(axes).all() and (axes == np.trunc(axes)).all() \
-        and (np.abs(axes) < 1 << 31).all() and not (np.signbit(axes) & (axes == 0)).any()
-    if whole and axes.size:
-        return _int_bytes(axes.astype(np.int64).ravel())
+    """Whole numbers from 0 (not -0.0) below 2**31 as integers, anything else as float64."""
+    if axes.size and not np.signbit(axes).any():
+        high = axes.max()
+        if high < 1 << 31:  # False for NaN and infinity
+            whole = axes.astype(np.int64)
+            if (whole == axes).all():
+                return _int_bytes(whole.ravel(), int(high))
     return np.ascontiguousarray(axes, _FLOAT).tobytes()
 
 
@@ -65,9 +67,17 @@ def _axes(blob: bytes, points: int, width: int) -> np.ndarray:
     return found.reshape(points, width)
 
 
+_SPELLED = LRU(4096)
+"""The JSON of recent value lists (most regimes share their latency column and file)."""
+
+
 def _categories_out(categories: Categories) -> tuple[str, bytes | None]:
     codes = None if len(categories.names) <= 1 else _int_bytes(categories.codes)
-    return json.dumps(list(categories.names)), codes
+    spelled = _SPELLED.get(categories.names)
+    if spelled is None:
+        spelled = json.dumps(list(categories.names))
+        _SPELLED.put(categories.names, spelled)
+    return spelled, codes
 
 
 def _categories_in(names: str, codes: bytes | None, single: np.ndarray) -> Categories:

@@ -10,7 +10,7 @@ slice is built from fetched point rows (``build_slice``) or read whole from its 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -67,12 +67,35 @@ class Categories:
     def take(self, keep: np.ndarray) -> Categories:
         return Categories(self.names, self.codes[keep])
 
+    def local(self, keep: np.ndarray, single: int | None = None) -> Categories:
+        """The values of the points ``keep`` as categories of their own: only the values
+        they hold, in the same (sorted) order (``single``: the one code they all have,
+        when the caller knows it)."""
+        if single is not None:
+            return Categories((self.names[single],), np.zeros(len(keep), dtype=np.int64))
+        codes = self.codes[keep]
+        if len(self.names) <= 1:
+            return Categories(self.names, codes)
+        present = np.unique(codes)
+        if len(present) == len(self.names):
+            return Categories(self.names, codes)
+        return Categories(tuple(self.names[c] for c in present.tolist()),
+                          np.searchsorted(present, codes))
+
     @cached_property
     def values(self) -> tuple[Any, ...]:
         """Every point's value (built once, when a caller reads them all)."""
         if len(self.names) == 1:
             return self.names * len(self.codes)
         return tuple(self.names[c] for c in self.codes.tolist())
+
+    @classmethod
+    def renumbered(cls, names: Sequence[Any], codes: np.ndarray) -> Categories:
+        """From codes into ``names`` in any order: the names sorted, the codes to match."""
+        order = sorted(range(len(names)), key=lambda i: _none_first(names[i]))
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names))
+        return cls(tuple(names[i] for i in order), rank[codes])
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> Categories:
@@ -164,25 +187,73 @@ class RegimeSlice:
                            self.files.take(keep), self.semantic.take(keep))
 
 
+@dataclass(frozen=True)
+class PointColumns:
+    """Points column by column, in any order, of one regime or of many (``regime``: each
+    point's regime id): what ``slices_of`` sorts and splits."""
+
+    regime: np.ndarray
+    sample_ids: np.ndarray
+    latency: np.ndarray
+    columns: Categories
+    line_nos: np.ndarray
+    files: Categories
+    coords: np.ndarray
+    """Axes × points, NaN for a NULL axis."""
+    semantic: Categories
+    point: np.ndarray
+    """The last tie-break: the points' order in ``sample_point`` (its ids)."""
+
+    @classmethod
+    def of_rows(cls, fetched_rows: Sequence[Sequence[Any]],
+                regime_ids: Sequence[int] | None = None) -> PointColumns:
+        """From fetched point rows (``SAMPLE`` … ``POINT``) of one regime, or of the regime
+        each of ``regime_ids`` names."""
+        raw = list(zip(*fetched_rows))
+        regimes = np.zeros(len(fetched_rows), dtype=np.int64) if regime_ids is None else \
+            np.array(regime_ids, dtype=np.int64)
+        return cls(regimes,
+                   np.array(raw[SAMPLE], dtype=np.int64), np.array(raw[LATENCY], dtype=float),
+                   Categories.of(raw[COLUMN]), np.array(raw[LINE], dtype=np.int64),
+                   Categories.of(raw[FILE]), np.array(raw[AXIS:AXIS + AXES], dtype=float),
+                   Categories.of(raw[SEMANTIC]), np.array(raw[POINT], dtype=np.int64))
+
+
+def slices_of(points: PointColumns) -> Iterator[tuple[int, RegimeSlice]]:
+    """(regime id, slice) of every regime among ``points``, by regime id: each regime's
+    points sorted once, in numpy, with all the others."""
+    null_first = np.where(np.isnan(points.coords), -np.inf, points.coords)
+    order = np.lexsort((points.point, points.latency, points.columns.codes,
+                        *null_first[::-1], points.regime))
+    regimes = points.regime[order]
+    starts = np.concatenate(([0], np.flatnonzero(regimes[1:] != regimes[:-1]) + 1))
+    ends = [*starts[1:].tolist(), len(order)]
+    kinds = (points.columns, points.files, points.semantic)
+    singles = [_single_codes(kind.codes[order], starts) for kind in kinds]
+    for n, (start, end) in enumerate(zip(starts.tolist(), ends)):
+        at = order[start:end]
+        columns, files, semantic = (kind.local(at, single[n])
+                                    for kind, single in zip(kinds, singles))
+        yield int(regimes[start]), RegimeSlice(
+            _packed_axes(points.coords[:, at]), points.latency[at], points.sample_ids[at],
+            columns, points.line_nos[at], files, semantic)
+
+
+def _single_codes(codes: np.ndarray, starts: np.ndarray) -> list[int | None]:
+    """Per run of ``codes`` beginning at ``starts``: its one code, or None when it holds
+    several (one pass for every regime, not two reductions per regime)."""
+    low, high = np.minimum.reduceat(codes, starts), np.maximum.reduceat(codes, starts)
+    return [int(lo) if lo == hi else None for lo, hi in zip(low.tolist(), high.tolist())]
+
+
 def build_slice(fetched_rows: Sequence[Sequence[Any]]) -> RegimeSlice:
-    """A slice from fetched point rows (``SAMPLE`` … ``POINT``) in any order (sorted here,
-    once, in numpy)."""
+    """A slice from fetched point rows (``SAMPLE`` … ``POINT``) in any order."""
     if not fetched_rows:
         empty = np.empty(0)
         none = Categories((), np.empty(0, dtype=np.int64))
         return RegimeSlice(empty.reshape(0, 0), empty, np.empty(0, dtype=np.int64), none,
                            np.empty(0, dtype=np.int64), none, none)
-    raw = list(zip(*fetched_rows))
-    coords = np.array(raw[AXIS:AXIS + AXES], dtype=float)  # NULL -> NaN, one row per axis
-    columns = Categories.of(raw[COLUMN])
-    latency = np.array(raw[LATENCY], dtype=float)
-    null_first = np.where(np.isnan(coords), -np.inf, coords)
-    order = np.lexsort((np.array(raw[POINT]), latency, columns.codes, *null_first[::-1]))
-    return RegimeSlice(_packed_axes(coords[:, order]), latency[order],
-                       np.array(raw[SAMPLE], dtype=np.int64)[order], columns.take(order),
-                       np.array(raw[LINE], dtype=np.int64)[order],
-                       Categories.of(raw[FILE]).take(order),
-                       Categories.of(raw[SEMANTIC]).take(order))
+    return next(slices_of(PointColumns.of_rows(fetched_rows)))[1]
 
 
 def _packed_axes(coords: np.ndarray) -> np.ndarray:
