@@ -164,8 +164,7 @@ class Line:
         self.xa, self.ya = _as_1d(xs, ys, 0.0)
         self.xl: list[float] = self.xa.tolist()
         self.yl: list[float] = self.ya.tolist()
-        self.order, self.sx = _sorted_1d(self.xa, self.xl)
-        self.duplicates = _has_duplicates(self.sx, self.xa if self.sx is self.xl else None)
+        self.order, self.sx, self.duplicates = _sorted_1d(self.xa, self.xl)
         self._texts: dict[int, str] = {}
         """``_fmt`` of measured points by index, spelled when first named."""
 
@@ -218,16 +217,19 @@ class Line:
                          f"{self._text(hi)}")
 
 
-def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float]]:
-    """The stable ascending order and the sorted coordinates (numpy for a long axis; an
-    axis already ascending, as a regime's candidates come, keeps its order)."""
+def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float], bool]:
+    """The stable ascending order, the sorted coordinates, and whether two of them are
+    the same within ``EXACT_RTOL`` (numpy for a long axis; an axis already ascending, as a
+    regime's candidates come, keeps its order and its differences serve both checks)."""
     if len(xl) > 64:
-        if bool(np.all(xa[1:] >= xa[:-1])):
-            return list(range(len(xl))), xl
+        steps = np.diff(xa)
+        if bool(np.all(steps >= 0)):  # finite: x[i+1] >= x[i] exactly when its step is >= 0
+            return list(range(len(xl))), xl, bool(np.any(steps <= _tol(xa[1:])))
         order = np.argsort(xa, kind="stable").tolist()
     else:
         order = sorted(range(len(xl)), key=xl.__getitem__)
-    return order, [xl[i] for i in order]
+    sx = [xl[i] for i in order]
+    return order, sx, _has_duplicates(sx)
 
 
 def _nearest_scan(xa: np.ndarray, xl: list[float], x: float) -> int:
@@ -237,10 +239,9 @@ def _nearest_scan(xa: np.ndarray, xl: list[float], x: float) -> int:
     return min(range(len(xl)), key=lambda i: abs(xl[i] - x))
 
 
-def _has_duplicates(sx: list[float], ascending: np.ndarray | None = None) -> bool:
-    """Whether two sorted coordinates are the same within ``EXACT_RTOL`` (``ascending``:
-    ``sx`` as an array, when the caller has it)."""
+def _has_duplicates(sx: list[float]) -> bool:
+    """Whether two sorted coordinates are the same within ``EXACT_RTOL``."""
     if len(sx) > 64:
-        a = np.asarray(sx) if ascending is None else ascending
+        a = np.asarray(sx)
         return bool(np.any(np.diff(a) <= _tol(a[1:])))
     return any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:]))

@@ -67,8 +67,9 @@ def _axes(blob: bytes, points: int, width: int) -> np.ndarray:
     return found.reshape(points, width)
 
 
-_SPELLED = LRU(4096)
-"""The JSON of recent value lists (most regimes share their latency column and file)."""
+_SPELLED, _READ = LRU(4096), LRU(4096)
+"""The JSON of recent value lists and back (most regimes share their latency column and
+file)."""
 
 
 def _categories_out(categories: Categories) -> tuple[str, bytes | None]:
@@ -82,7 +83,10 @@ def _categories_out(categories: Categories) -> tuple[str, bytes | None]:
 
 def _categories_in(names: str, codes: bytes | None, single: np.ndarray) -> Categories:
     """``single``: every point's code when the regime has one value (read only, shared)."""
-    values = tuple(json.loads(names))
+    values = _READ.get(names)
+    if values is None:
+        values = tuple(json.loads(names))
+        _READ.put(names, values)
     return Categories(values, single if codes is None else _ints(codes, len(single)))
 
 
