@@ -128,7 +128,8 @@ class CandidateQueries:
             rows = _EXACT_KEYS[len(part) - 1].rows(self.engine, profile=profile_id,
                                                    kernel=kernel,
                                                    **{f"k{i}": k for i, k in enumerate(part)})
-            self._kernels.put((profile_id, kernel), bool(rows))
+            if self._kernels.get((profile_id, kernel)) is None:
+                self._kernels.put((profile_id, kernel), bool(rows))
             matched = [r for r in rows if r[0] is not None and r[0] not in exclude]
             for r in sorted(matched, key=_key_row_order):
                 found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
