@@ -165,13 +165,15 @@ class Line:
         self.xl: list[float] = self.xa.tolist()
         self.yl: list[float] = self.ya.tolist()
         self.order, self.sx, self.duplicates = _sorted_1d(self.xa, self.xl)
-        self._texts: dict[int, str] = {}
-        """``_fmt`` of measured points by index, spelled when first named."""
+        self._between: dict[int, str] = {}
+        """The end of the message of a target between sorted points ``k - 1`` and ``k``,
+        by ``k``, spelled when first reached."""
 
-    def _text(self, i: int) -> str:
-        found = self._texts.get(i)
+    def _interval_text(self, k: int) -> str:
+        found = self._between.get(k)
         if found is None:
-            found = self._texts[i] = _fmt(self.xl[i])
+            found = self._between[k] = (f"interpolated between {_fmt(self.sx[k - 1])} and "
+                                        f"{_fmt(self.sx[k])}")
         return found
 
     def at(self, x: float, axis_name: str = "x") -> GeometryResult:
@@ -212,9 +214,8 @@ class Line:
         w = (1.0 - w_hi, w_hi)
         values = [self.yl[lo], self.yl[hi]]
         return _combined((lo, hi), np.array(w), np.array(values), w, values,
-                         _boundary_1d(x0, x1, sx),
-                         f"{axis_name} {_fmt(x)} interpolated between {self._text(lo)} and "
-                         f"{self._text(hi)}")
+                         {"lower": x0, "upper": x1, "min": sx[0], "max": sx[-1]},
+                         f"{axis_name} {_fmt(x)} {self._interval_text(k)}")
 
 
 def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float], bool]:

@@ -374,6 +374,11 @@ class LeafOp:
         (found once per leaf: both the base lookup and the path read them)."""
         found = self.__dict__.get("_tensor_inputs")
         if found is None:
-            found = tuple(tensor for value in self.args for tensor in walk_tensors(value))
-            self.__dict__["_tensor_inputs"] = found
+            tensors: list[TensorSpec] = []
+            for value in self.args:
+                if isinstance(value, TensorSpec):  # the common argument, without a generator
+                    tensors.append(value)
+                elif isinstance(value, tuple):
+                    tensors.extend(walk_tensors(value))
+            found = self.__dict__["_tensor_inputs"] = tuple(tensors)
         return found
