@@ -161,8 +161,8 @@ def unstated_below_rank(leaf: LeafOp, rank: int) -> bool:
     for tensor in leaf.outputs:
         if tensor.format is None and len(tensor.shape) >= rank:
             return False
-    return all(t.format is not None or len(t.shape) < rank
-               for _, value in leaf.kwargs for t in walk_tensors(value))
+    return not leaf.kwargs or all(t.format is not None or len(t.shape) < rank
+                                  for _, value in leaf.kwargs for t in walk_tensors(value))
 
 
 def with_formats(leaf: LeafOp, assignment: Mapping[str, str]) -> LeafOp:

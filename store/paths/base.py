@@ -40,10 +40,15 @@ class Extraction:
     axes: tuple[float, ...]
     semantic: str | None = None
 
-    @functools.cached_property
+    @property
     def regime_key(self) -> str:
-        """Computed once: a lookup reads it for every query and cache key of the regime."""
-        return regime_key(self.regime)
+        """Computed once: a lookup reads it for every query and cache key of the regime.
+        Kept in the instance dict by hand: Python 3.11's ``cached_property`` takes a lock
+        shared by every instance on each first read."""
+        found = self.__dict__.get("_regime_key")
+        if found is None:
+            found = self.__dict__["_regime_key"] = regime_key(self.regime)
+        return found
 
 
 def regime_key(regime: Mapping[str, Any]) -> str:
