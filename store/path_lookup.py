@@ -164,7 +164,7 @@ class PathRunner:
             tried.append({"axes": _names(req.path, group), "outcome": "insufficient_candidates",
                           "candidates": 0, "message": "no point shares the fixed axes"})
         every = req.path.axis_transforms(req.ctx.policy)
-        transforms = tuple(every[i] for i in group)
+        transforms = tuple([every[i] for i in group])
         goal = [float(fn(float(target.axes[i]))) if fn else float(target.axes[i])
                 for i, fn in zip(group, transforms)]
         names = _names(req.path, group)
@@ -182,7 +182,8 @@ class PathRunner:
                     group: tuple[int, ...]) -> Candidates:
         """The group's candidate rows per latency column; cached per regime, group,
         fixed-axis values, semantic and exclusion."""
-        fixed = tuple((i, target.axes[i]) for i in range(len(target.axes)) if i not in group)
+        fixed = () if len(group) == len(target.axes) else tuple(  # a group of every axis
+            (i, target.axes[i]) for i in range(len(target.axes)) if i not in group)
         policy = req.ctx.policy
         key = (req.profile_id, req.ctx.kernel_type, req.path.name, target.regime_key, group,
                fixed, target.semantic, req.exclude, policy.require_semantic_unique,

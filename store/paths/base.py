@@ -180,7 +180,7 @@ class OperatorPath:
 
     def axis_transforms(self, policy: KernelPolicy) -> tuple[AxisTransform | None, ...]:
         """Per-axis coordinate transform applied before geometry (identity by default)."""
-        return tuple(None for _ in self.axis_names)
+        return (None,) * len(self.axis_names)
 
     def groups_for(self, target: Extraction) -> tuple[tuple[int, ...], ...]:
         """Axis groups usable for this target, low dimension first."""
