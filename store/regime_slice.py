@@ -67,13 +67,12 @@ class Categories:
     def take(self, keep: np.ndarray) -> Categories:
         return Categories(self.names, self.codes[keep])
 
-    def local(self, keep: np.ndarray, single: int | None = None) -> Categories:
-        """The values of the points ``keep`` as categories of their own: only the values
-        they hold, in the same (sorted) order (``single``: the one code they all have,
-        when the caller knows it)."""
+    def local(self, codes: np.ndarray, single: int | None = None) -> Categories:
+        """Some points' values (``codes``: theirs) as categories of their own: only the
+        values they hold, in the same (sorted) order (``single``: the one code they all
+        have, when the caller knows it)."""
         if single is not None:
-            return Categories((self.names[single],), np.zeros(len(keep), dtype=np.int64))
-        codes = self.codes[keep]
+            return Categories((self.names[single],), np.zeros(len(codes), dtype=np.int64))
         if len(self.names) <= 1:
             return Categories(self.names, codes)
         present = np.unique(codes)
@@ -220,23 +219,42 @@ class PointColumns:
 
 
 def slices_of(points: PointColumns) -> Iterator[tuple[int, RegimeSlice]]:
-    """(regime id, slice) of every regime among ``points``, by regime id: each regime's
-    points sorted once, in numpy, with all the others."""
+    """(regime id, slice) of every regime among ``points``, by regime id: every regime's
+    points sorted in one pass, each slice's arrays views of the sorted columns."""
     null_first = np.where(np.isnan(points.coords), -np.inf, points.coords)
     order = np.lexsort((points.point, points.latency, points.columns.codes,
                         *null_first[::-1], points.regime))
     regimes = points.regime[order]
     starts = np.concatenate(([0], np.flatnonzero(regimes[1:] != regimes[:-1]) + 1))
-    ends = [*starts[1:].tolist(), len(order)]
+    bounds = list(zip(starts.tolist(), [*starts[1:].tolist(), len(order)]))
+    coords, latency = points.coords[:, order], points.latency[order]
+    sample_ids, line_nos = points.sample_ids[order], points.line_nos[order]
+    widths = _leading_widths(coords, starts)
     kinds = (points.columns, points.files, points.semantic)
-    singles = [_single_codes(kind.codes[order], starts) for kind in kinds]
-    for n, (start, end) in enumerate(zip(starts.tolist(), ends)):
-        at = order[start:end]
-        columns, files, semantic = (kind.local(at, single[n])
-                                    for kind, single in zip(kinds, singles))
+    codes = [kind.codes[order] for kind in kinds]
+    singles = [_single_codes(c, starts) for c in codes]
+    for n, (start, end) in enumerate(bounds):
+        width = widths[n]
+        axes = (coords[:width, start:end].T if width is not None
+                else _packed_axes(coords[:, start:end]))
+        columns, files, semantic = (kind.local(c[start:end], single[n])
+                                    for kind, c, single in zip(kinds, codes, singles))
         yield int(regimes[start]), RegimeSlice(
-            _packed_axes(points.coords[:, at]), points.latency[at], points.sample_ids[at],
-            columns, points.line_nos[at], files, semantic)
+            axes, latency[start:end], sample_ids[start:end], columns, line_nos[start:end],
+            files, semantic)
+
+
+def _leading_widths(coords: np.ndarray, starts: np.ndarray) -> list[int | None]:
+    """Per run of points beginning at ``starts``: how many axes each of its points has when
+    they all have the same leading ones (then the run's axes are ``coords[:width]``), else
+    None (``_packed_axes`` packs them point by point)."""
+    present = ~np.isnan(coords)
+    count = present.sum(axis=0)
+    leading = np.all(present[:-1] >= present[1:], axis=0)  # no axis after a missing one
+    low, high = np.minimum.reduceat(count, starts), np.maximum.reduceat(count, starts)
+    regular = np.minimum.reduceat(leading, starts)
+    return [int(h) if lo == h and ok else None
+            for lo, h, ok in zip(low.tolist(), high.tolist(), regular.tolist())]
 
 
 def _single_codes(codes: np.ndarray, starts: np.ndarray) -> list[int | None]:
