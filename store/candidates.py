@@ -23,7 +23,6 @@ from sqlalchemy import Engine, and_, bindparam, func, select
 
 __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 
-_P = t.point.c
 _G = t.regime.c
 _K = t.key_table.c
 _S = t.sample_table.c
@@ -74,10 +73,12 @@ _REGIME_PACK = Statement(
            _G.path == bindparam("path"), _G.regime_key == bindparam("regime")))
 """A regime's points in one row (``regime_points``, ``profstore.regime_pack``)."""
 _REGIME_STATS = Statement(
-    select(func.count(), func.count(_G.id.distinct()))
-    .select_from(t.point).join(t.regime, t.regime.c.id == _P.regime_id)
+    select(func.coalesce(func.sum(_PACK.points), 0), func.count())
+    .select_from(t.regime).join(t.regime_points, _PACK.regime_id == _G.id)
     .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
            _G.path == bindparam("path")))
+"""Points and regimes of a kernel on a path, from the regimes' packs (one row per regime,
+not one per point: a regime mismatch on a kernel of 10,000 points counted them all)."""
 _R = t.path_refusal.c
 _REFUSALS = Statement(
     select(_R.reason, func.count())
