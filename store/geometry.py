@@ -15,7 +15,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -165,15 +165,18 @@ class Line:
         self.xl: list[float] = self.xa.tolist()
         self.yl: list[float] = self.ya.tolist()
         self.order, self.sx, self.duplicates = _sorted_1d(self.xa, self.xl)
-        self._between: dict[int, str] = {}
-        """The end of the message of a target between sorted points ``k - 1`` and ``k``,
-        by ``k``, spelled when first reached."""
+        self._between: dict[int, _Interval] = {}
+        """What targets between sorted points ``k - 1`` and ``k`` share, by ``k``, made
+        when first reached."""
 
-    def _interval_text(self, k: int) -> str:
+    def _interval(self, k: int) -> _Interval:
         found = self._between.get(k)
         if found is None:
-            found = self._between[k] = (f"interpolated between {_fmt(self.sx[k - 1])} and "
-                                        f"{_fmt(self.sx[k])}")
+            lo, hi = self.order[k - 1], self.order[k]
+            values = [self.yl[lo], self.yl[hi]]
+            found = self._between[k] = _Interval(
+                lo, hi, values, np.array(values),
+                f"interpolated between {_fmt(self.sx[k - 1])} and {_fmt(self.sx[k])}")
         return found
 
     def at(self, x: float, axis_name: str = "x") -> GeometryResult:
@@ -208,14 +211,24 @@ class Line:
         if k == len(sx):
             return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
                          _boundary_1d(sx[-1], None, sx))
-        lo, hi = self.order[k - 1], self.order[k]
-        x0, x1 = xl[lo], xl[hi]
+        span = self._interval(k)
+        x0, x1 = xl[span.lo], xl[span.hi]
         w_hi = (x - x0) / (x1 - x0)
         w = (1.0 - w_hi, w_hi)
-        values = [self.yl[lo], self.yl[hi]]
-        return _combined((lo, hi), np.array(w), np.array(values), w, values,
+        return _combined((span.lo, span.hi), np.array(w), span.array, w, span.values,
                          {"lower": x0, "upper": x1, "min": sx[0], "max": sx[-1]},
-                         f"{axis_name} {_fmt(x)} {self._interval_text(k)}")
+                         f"{axis_name} {_fmt(x)} {span.text}")
+
+
+class _Interval(NamedTuple):
+    """Two neighbouring measured points of a ``Line`` (indices into its points), their
+    latencies (a list, and an array for numpy's dot) and the end of a target's message."""
+
+    lo: int
+    hi: int
+    values: list[float]
+    array: np.ndarray
+    text: str
 
 
 def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float], bool]:
