@@ -44,7 +44,7 @@ class Diagnostic(str, enum.Enum):
     LATENCY_GUARD = "latency_invalid"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class GeometryResult:
     """Outcome of one interpolation. ``value`` is None exactly when ``ok`` is False."""
 
@@ -54,6 +54,13 @@ class GeometryResult:
     weights: tuple[float, ...]
     boundary: dict[str, Any]
     message: str
+
+    def __init__(self, diagnostic: Diagnostic, value: float | None, vertices: tuple[int, ...],
+                 weights: tuple[float, ...], boundary: dict[str, Any], message: str) -> None:
+        """The dataclass's own ``__init__``, minus a frozen ``object.__setattr__`` per field
+        (every lookup that interpolates makes one result)."""
+        self.__dict__.update(diagnostic=diagnostic, value=value, vertices=vertices,
+                             weights=weights, boundary=boundary, message=message)
 
     @property
     def ok(self) -> bool:
