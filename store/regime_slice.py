@@ -50,13 +50,18 @@ def _none_first(value: Any) -> tuple[bool, Any]:
     return (value is not None, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Categories:
     """A column with few distinct values per regime (latency column, kernel file, semantic
     key): the distinct values, sorted (None first), and each point's index into them."""
 
     names: tuple[Any, ...]
     codes: np.ndarray
+
+    def __init__(self, names: tuple[Any, ...], codes: np.ndarray) -> None:
+        """The dataclass's own, minus a frozen ``object.__setattr__`` per field (a slice
+        read from its pack makes three)."""
+        self.__dict__.update(names=names, codes=codes)
 
     def __getitem__(self, i: int) -> Any:
         return self.names[self.codes[i]]
@@ -105,7 +110,7 @@ class Categories:
         return cls(names, np.array([code_of[v] for v in values], dtype=np.int64))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RegimeSlice:
     """Every point of one (profile, kernel, path, regime) in point order: axes NULL first,
     then latency column, latency and point id (the order of the coordinate index before
@@ -121,6 +126,14 @@ class RegimeSlice:
     files: Categories
     """Each point's kernel file name."""
     semantic: Categories
+
+    def __init__(self, axes: np.ndarray, latency: np.ndarray, sample_ids: np.ndarray,
+                 columns: Categories, line_nos: np.ndarray, files: Categories,
+                 semantic: Categories) -> None:
+        """The dataclass's own, minus a frozen ``object.__setattr__`` per field."""
+        self.__dict__.update(axes=axes, latency=latency, sample_ids=sample_ids,
+                             columns=columns, line_nos=line_nos, files=files,
+                             semantic=semantic)
 
     def __len__(self) -> int:
         return len(self.latency)
