@@ -1,11 +1,11 @@
-"""SQL for the hot queries: exact keys, exact coordinates, and a regime's points.
+"""SQL for the hot queries: exact keys and a regime's points.
 
-Every query names the profile, kernel and (for points) path and regime key, so each
-is a range scan of an index or primary key in ``store.schema`` (keys: the kernel's file,
-then the key; an exact coordinate: the regime, then its coordinate index), then its samples
-by id. A regime's points are read as one row (``regime_points``, since 0006) and cached as a
-columnar slice (``profstore.regime_slice``, bounded LRU): interpolation, duplicate handling
-and hold-out exclusion work on it without going back to the database.
+Every query names the profile, kernel and (for points) path and regime key, so each is a
+range scan of an index or primary key in ``store.schema`` (keys: the kernel's files, then
+the key, then their samples by id; points: the regime by its unique key, then its one
+``regime_points`` row, since 0006). A regime's points are cached as a columnar slice
+(``profstore.regime_slice``, bounded LRU): exact coordinates, interpolation, duplicate
+handling and hold-out exclusion work on it without going back to the database.
 """
 
 from __future__ import annotations
