@@ -131,13 +131,13 @@ def _combined(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.
     return GeometryResult(Diagnostic.INTERPOLATED, value, vertices, w, boundary, message)
 
 
-def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray,
-           x: float) -> tuple[np.ndarray, np.ndarray]:
+def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
     xa = np.asarray(xs, dtype=float)
     ya = np.asarray(ys, dtype=float)
     if xa.ndim != 1 or ya.shape != xa.shape:
         raise ValueError(f"xs and ys must be 1-D of equal length, got {xa.shape} and {ya.shape}")
-    if not np.all(np.isfinite(xa)) or not np.isfinite(x):
+    if not np.isfinite(xa).all():  # the target is checked where it is given (Line.at)
         raise ValueError("coordinates and target must be finite")
     return xa, ya
 
@@ -168,7 +168,7 @@ class Line:
     its sort once, not per target (the outcome is ``interpolate_1d``'s)."""
 
     def __init__(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
-        self.xa, self.ya = _as_1d(xs, ys, 0.0)
+        self.xa, self.ya = _as_1d(xs, ys)
         self.xl: list[float] = self.xa.tolist()
         self.yl: list[float] = self.ya.tolist()
         self.order, self.sx, self.duplicates = _sorted_1d(self.xa, self.xl)
@@ -243,9 +243,9 @@ def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float],
     the same within ``EXACT_RTOL`` (numpy for a long axis; an axis already ascending, as a
     regime's candidates come, keeps its order and its differences serve both checks)."""
     if len(xl) > 64:
-        steps = np.diff(xa)
-        if bool(np.all(steps >= 0)):  # finite: x[i+1] >= x[i] exactly when its step is >= 0
-            return list(range(len(xl))), xl, bool(np.any(steps <= _tol(xa[1:])))
+        steps = xa[1:] - xa[:-1]
+        if (steps >= 0).all():  # finite: x[i+1] >= x[i] exactly when its step is >= 0
+            return list(range(len(xl))), xl, bool((steps <= _tol(xa[1:])).any())
         order = np.argsort(xa, kind="stable").tolist()
     else:
         order = sorted(range(len(xl)), key=xl.__getitem__)

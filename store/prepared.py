@@ -109,7 +109,7 @@ class Candidates:
         codes = regime_slice.column_codes[chosen] if fixed else regime_slice.column_codes
         split = []
         for code, name in enumerate(names):
-            where = np.flatnonzero(codes == code)
+            where = (codes == code).nonzero()[0]
             if len(where):
                 split.append((int(where[0]), name, chosen[where] if fixed else where))
         split.sort(key=itemgetter(0))  # equal ranks: first seen, first
@@ -147,7 +147,7 @@ def merge_points(
         coordinates = regime_slice.axes[np.ix_(chosen, np.asarray(group, dtype=np.intp))]
         order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
         coordinates, chosen = coordinates[order], chosen[order]
-        same = np.all(coordinates[1:] == coordinates[:-1], axis=1)
+        same = (coordinates[1:] == coordinates[:-1]).all(axis=1)
     if not same.any():
         return (coordinates, regime_slice.latency[chosen], chosen.tolist(),
                 [1] * len(chosen), 0)
@@ -164,7 +164,7 @@ def _ascending_line(regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequen
         return None
     line = regime_slice.axes[chosen, group[0]]
     later, earlier = line[1:], line[:-1]
-    if not bool(np.all(later >= earlier)):
+    if not (later >= earlier).all():
         return None
     return line.reshape(len(line), 1), later == earlier
 

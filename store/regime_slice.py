@@ -168,10 +168,10 @@ class RegimeSlice:
         if n == width and self._asked_before():
             at = self._at.get(tuple(float(v) for v in target), [])
         elif n == 1:
-            at = np.flatnonzero(self.axes[:, 0] == float(target[0])).tolist()
+            at = (self.axes[:, 0] == float(target[0])).nonzero()[0].tolist()
         else:
             same = self.axes[:, :n] == np.asarray(target, dtype=float)
-            at = np.flatnonzero(np.all(same, axis=1)).tolist()
+            at = same.all(axis=1).nonzero()[0].tolist()
         rows = [self.row(i) for i in at]
         return [r for r in rows if r.sample_id not in exclude] if exclude else rows
 
