@@ -14,6 +14,8 @@ if [ -z "$bindir" ]; then
   bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 port="${PROFSTORE_PG_PORT:-55432}"
+# A port something already listens on (a cluster left by an earlier run) is skipped.
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 data=$(mktemp -d /tmp/profstore-pg.XXXXXX)
 chown postgres:postgres "$data"
 run() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
