@@ -18,7 +18,7 @@ import numpy as np
 from profstore import schema as t
 from profstore.ingest.bulk import bulk_insert
 from profstore.regime_pack import PACK_COLUMNS, encode
-from profstore.regime_slice import Categories, PointColumns, slices_of
+from profstore.regime_slice import PointColumns, ValueCodes, slices_of
 from sqlalchemy import Connection, delete, select
 
 CHUNK = 500
@@ -30,24 +30,6 @@ def _insert(conn: Connection, profile_id: int, points: PointColumns) -> int:
     if packs:
         bulk_insert(conn, t.regime_points, PACK_COLUMNS, packs)
     return len(packs)
-
-
-class _Codes:
-    """Distinct values numbered as they first come (renumbered sorted at the end)."""
-
-    def __init__(self) -> None:
-        self.found: dict[Any, int] = {}
-
-    def of(self, values: Sequence[Any]) -> np.ndarray:
-        found = self.found
-        distinct = set(values)
-        if len(distinct) == 1:  # most batches: one latency column, file, semantic key
-            return np.full(len(values), found.setdefault(next(iter(distinct)), len(found)),
-                           dtype=np.int64)
-        return np.array([found.setdefault(v, len(found)) for v in values], dtype=np.int64)
-
-    def categories(self, codes: np.ndarray) -> Categories:
-        return Categories.renumbered(list(self.found), codes)
 
 
 class PointCollector:
@@ -62,7 +44,7 @@ class PointCollector:
                             ("regime_id", "sample_id", "semantic_key", "axis_0"))
         self._file_name = columns["kernel_file"].index("file_name")
         self._files: dict[int, str] = {}
-        self._codes = (_Codes(), _Codes(), _Codes())
+        self._codes = (ValueCodes(), ValueCodes(), ValueCodes())
         self._parts: list[tuple[np.ndarray, ...]] = []
         self._count = 0
 

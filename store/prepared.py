@@ -100,15 +100,11 @@ class Candidates:
             for i, value in fixed[1:]:
                 mask &= regime_slice.axes[:, i] == value
             chosen = np.flatnonzero(mask)
+            codes = regime_slice.column_codes[chosen]
         else:
-            chosen = np.arange(len(regime_slice))
-        names = regime_slice.column_names
-        if len(names) == 1:  # one latency column: no split
-            by_one = {names[0]: chosen} if len(chosen) else {}
-            return cls(regime_slice, by_one, group, semantic, policy)
-        codes = regime_slice.column_codes[chosen] if fixed else regime_slice.column_codes
+            codes = regime_slice.column_codes
         split = []
-        for code, name in enumerate(names):
+        for code, name in enumerate(regime_slice.column_names):
             where = (codes == code).nonzero()[0]
             if len(where):
                 split.append((int(where[0]), name, chosen[where] if fixed else where))

@@ -103,11 +103,27 @@ class Categories:
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> Categories:
-        names = tuple(sorted(set(values), key=_none_first))
-        if len(names) <= 1:
-            return cls(names, np.zeros(len(values), dtype=np.int64))
-        code_of = {name: i for i, name in enumerate(names)}
-        return cls(names, np.array([code_of[v] for v in values], dtype=np.int64))
+        numbering = ValueCodes()
+        return numbering.categories(numbering.of(values))
+
+
+class ValueCodes:
+    """Distinct values numbered as they first come, over one batch of values or many; the
+    codes are renumbered in sorted order when they become ``Categories``."""
+
+    def __init__(self) -> None:
+        self.found: dict[Any, int] = {}
+
+    def of(self, values: Sequence[Any]) -> np.ndarray:
+        found = self.found
+        distinct = set(values)
+        if len(distinct) == 1:  # most batches: one latency column, file, semantic key
+            return np.full(len(values), found.setdefault(next(iter(distinct)), len(found)),
+                           dtype=np.int64)
+        return np.array([found.setdefault(v, len(found)) for v in values], dtype=np.int64)
+
+    def categories(self, codes: np.ndarray) -> Categories:
+        return Categories.renumbered(list(self.found), codes)
 
 
 @dataclass(frozen=True, init=False)
@@ -288,10 +304,8 @@ def build_slice(fetched_rows: Sequence[Sequence[Any]]) -> RegimeSlice:
 
 
 def _packed_axes(coords: np.ndarray) -> np.ndarray:
-    """Points × axes, each point's present (non-NULL) axes packed to the left."""
-    present = ~np.isnan(coords)
-    width = int(present.sum(axis=0).max())
-    if present[:width].all():
-        return np.ascontiguousarray(coords[:width].T)
+    """Points × axes, each point's present (non-NULL) axes packed to the left, point by
+    point (a run whose points share their leading axes is a view: ``_leading_widths``)."""
+    width = int((~np.isnan(coords)).sum(axis=0).max())
     packed = [[v for v in point if v == v] for point in coords.T.tolist()]
     return np.array(packed, dtype=float).reshape(len(packed), width)
