@@ -11,6 +11,7 @@ handling and hold-out exclusion work on it without going back to the database.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from profstore import schema as t
@@ -86,6 +87,15 @@ _REFUSALS = Statement(
            _R.path == bindparam("path"))
     .group_by(_R.reason)
 )
+_KERNEL_KEYS = Statement(
+    select(_K.exact_key)
+    .select_from(t.kernel_file.outerjoin(t.key_table, _K.kernel_file_id == t.kernel_file.c.id))
+    .where(t.kernel_file.c.profile_id == bindparam("profile"),
+           t.kernel_file.c.kernel_type == bindparam("kernel"))
+    .limit(bindparam("limit")))
+"""Every exact key of a kernel's files, at most ``limit`` rows (a file without keys gives one
+NULL: no row at all means no CSV). A range scan of ``ix_kernel_file_profile_kernel``
+then ``sample_key``'s primary key; a key is one row per sample, so the limit counts rows."""
 """Hot statements are built once with bound parameters and compiled once per dialect
 (``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 
@@ -95,18 +105,47 @@ def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
     return r[2], r[1], r[0]
 
 
+KEY_SET_CAP = 4096
+"""The most ``sample_key`` rows a kernel's key set is read from (see ``CandidateQueries``)."""
+KEY_SET_AFTER = 16
+"""Misses on a kernel before its key set is read."""
+KEY_SETS = 32
+"""Kernels whose miss count or key set is kept: at most ≈ 16 MB of keys."""
+
+
+@dataclass(frozen=True, slots=True)
+class _KernelKeys:
+    present: bool
+    """The kernel has a CSV (a file, with or without keys)."""
+    keys: frozenset[str] | None
+    """Every exact key of the kernel, or None: more rows than the cap (ask SQL)."""
+
+
 class CandidateQueries:
-    def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
+    """The hot queries of one generation, with their caches.
+
+    A kernel missed ``key_set_after`` times (an interpolated target always misses its exact
+    keys) has its set of exact keys read once, at most ``key_set_cap`` rows: a later target
+    none of whose keys is in it misses without a statement. The threshold counts misses,
+    not lookups: a hit runs its statement anyway, and a kernel seen a few times (most of a
+    realistic stream) never pays for the read."""
+
+    def __init__(self, engine: Engine | Any, slice_cache_size: int = 512, *,
+                 key_set_cap: int = KEY_SET_CAP, key_set_after: int = KEY_SET_AFTER) -> None:
         self.engine = engine
         compile_all(engine.dialect)
         self._slices = LRU(slice_cache_size)
         self._kernels = LRU(4096)
         self._stats = LRU(1024)
+        self._key_sets = LRU(KEY_SETS)
+        """(profile, kernel) → misses so far (int), then its ``_KernelKeys``."""
+        self._key_set_cap, self._key_set_after = key_set_cap, key_set_after
 
     def clear(self) -> None:
         self._slices.clear()
         self._kernels.clear()
         self._stats.clear()
+        self._key_sets.clear()
 
     def kernel_present(self, profile_id: int, kernel: str) -> bool:
         key = (profile_id, kernel)
@@ -122,7 +161,19 @@ class CandidateQueries:
     ) -> dict[str, list[MeasuredRow]]:
         """The rows of each key that has any (latency column, latency, sample order), all
         keys in one statement: a hit costs ≈ 1 µs more than asking for its key alone, a
-        miss one statement less."""
+        miss one statement less. A kernel's key set, once read, answers a miss alone."""
+        known = self._key_sets.get((profile_id, kernel))
+        if type(known) is _KernelKeys and known.keys is not None and known.keys.isdisjoint(keys):
+            if self._kernels.get((profile_id, kernel)) is None:
+                self._kernels.put((profile_id, kernel), known.present)
+            return {}
+        found = self._key_rows(profile_id, kernel, keys, exclude)
+        if not found and type(known) is not _KernelKeys:
+            self._missed(profile_id, kernel, known or 0)
+        return found
+
+    def _key_rows(self, profile_id: int, kernel: str, keys: Sequence[str],
+                  exclude: frozenset[int]) -> dict[str, list[MeasuredRow]]:
         found: dict[str, list[MeasuredRow]] = {}
         for start in range(0, len(keys), MAX_KEYS):
             part = keys[start:start + MAX_KEYS]
@@ -135,6 +186,16 @@ class CandidateQueries:
             for r in sorted(matched, key=_key_row_order):
                 found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
         return found
+
+    def _missed(self, profile_id: int, kernel: str, before: int) -> None:
+        if before + 1 < self._key_set_after:
+            self._key_sets.put((profile_id, kernel), before + 1)
+            return
+        rows = _KERNEL_KEYS.rows(self.engine, profile=profile_id, kernel=kernel,
+                                 limit=self._key_set_cap + 1)
+        keys = frozenset(r[0] for r in rows if r[0] is not None)
+        self._key_sets.put((profile_id, kernel), _KernelKeys(
+            bool(rows), keys if len(rows) <= self._key_set_cap else None))
 
     def output_shape_rows(
         self, profile_id: int, kernel: str, shape: tuple[int, ...],
