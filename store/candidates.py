@@ -87,15 +87,20 @@ _REFUSALS = Statement(
            _R.path == bindparam("path"))
     .group_by(_R.reason)
 )
-_KERNEL_KEYS = Statement(
-    select(_K.exact_key)
-    .select_from(t.kernel_file.outerjoin(t.key_table, _K.kernel_file_id == t.kernel_file.c.id))
-    .where(t.kernel_file.c.profile_id == bindparam("profile"),
-           t.kernel_file.c.kernel_type == bindparam("kernel"))
-    .limit(bindparam("limit")))
-"""Every exact key of a kernel's files, at most ``limit`` rows (a file without keys gives one
-NULL: no row at all means no CSV). A range scan of ``ix_kernel_file_profile_kernel``
-then ``sample_key``'s primary key; a key is one row per sample, so the limit counts rows."""
+_KEY_SEPARATOR = "\x1f"
+_LISTED = (select(_K.exact_key.label("key"))
+           .select_from(t.kernel_file.outerjoin(t.key_table,
+                                                _K.kernel_file_id == t.kernel_file.c.id))
+           .where(t.kernel_file.c.profile_id == bindparam("profile"),
+                  t.kernel_file.c.kernel_type == bindparam("kernel"))
+           .limit(bindparam("limit")).subquery())
+_KERNEL_KEYS = Statement(select(func.count(), func.count(_LISTED.c.key),
+                                func.aggregate_strings(_LISTED.c.key, _KEY_SEPARATOR)))
+"""A kernel's exact keys, at most ``limit`` rows (one per key and sample; a file without keys
+gives one NULL, so no row at all means no CSV): (rows, keys, the keys joined by
+``_KEY_SEPARATOR``). A range scan of ``ix_kernel_file_profile_kernel`` then ``sample_key``'s
+primary key. One string, not a row per key: thousands of result tuples made the garbage
+collector run, and a full collection in a lookup cost 30–40 ms."""
 """Hot statements are built once with bound parameters and compiled once per dialect
 (``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 
@@ -191,11 +196,13 @@ class CandidateQueries:
         if before + 1 < self._key_set_after:
             self._key_sets.put((profile_id, kernel), before + 1)
             return
-        rows = _KERNEL_KEYS.rows(self.engine, profile=profile_id, kernel=kernel,
-                                 limit=self._key_set_cap + 1)
-        keys = frozenset(r[0] for r in rows if r[0] is not None)
-        self._key_sets.put((profile_id, kernel), _KernelKeys(
-            bool(rows), keys if len(rows) <= self._key_set_cap else None))
+        rows, listed, joined = _KERNEL_KEYS.rows(self.engine, profile=profile_id, kernel=kernel,
+                                                 limit=self._key_set_cap + 1)[0]
+        keys = joined.split(_KEY_SEPARATOR) if listed else []
+        # more pieces than keys would be a key holding the separator: SQL answers those
+        whole = rows <= self._key_set_cap and len(keys) == listed
+        self._key_sets.put((profile_id, kernel),
+                           _KernelKeys(rows > 0, frozenset(keys) if whole else None))
 
     def output_shape_rows(
         self, profile_id: int, kernel: str, shape: tuple[int, ...],
