@@ -129,14 +129,14 @@ class _KernelKeys:
 class CandidateQueries:
     """The hot queries of one generation, with their caches.
 
-    A kernel missed ``key_set_after`` times (an interpolated target always misses its exact
-    keys) has its set of exact keys read once, at most ``key_set_cap`` rows: a later target
+    A kernel missed ``KEY_SET_AFTER`` times (an interpolated target always misses its exact
+    keys) has its set of exact keys read once, from at most ``KEY_SET_CAP`` rows (both read
+    when the generation's queries are built): a later target
     none of whose keys is in it misses without a statement. The threshold counts misses,
     not lookups: a hit runs its statement anyway, and a kernel seen a few times (most of a
     realistic stream) never pays for the read."""
 
-    def __init__(self, engine: Engine | Any, slice_cache_size: int = 512, *,
-                 key_set_cap: int = KEY_SET_CAP, key_set_after: int = KEY_SET_AFTER) -> None:
+    def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
         compile_all(engine.dialect)
         self._slices = LRU(slice_cache_size)
@@ -144,7 +144,7 @@ class CandidateQueries:
         self._stats = LRU(1024)
         self._key_sets = LRU(KEY_SETS)
         """(profile, kernel) → misses so far (int), then its ``_KernelKeys``."""
-        self._key_set_cap, self._key_set_after = key_set_cap, key_set_after
+        self._key_set_cap, self._key_set_after = KEY_SET_CAP, KEY_SET_AFTER
 
     def clear(self) -> None:
         self._slices.clear()
