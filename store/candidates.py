@@ -87,6 +87,8 @@ _REFUSALS = Statement(
            _R.path == bindparam("path"))
     .group_by(_R.reason)
 )
+"""Hot statements are built once with bound parameters and compiled once per dialect
+(``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 _KEY_SEPARATOR = "\x1f"
 _LISTED = (select(_K.exact_key.label("key"))
            .select_from(t.kernel_file.outerjoin(t.key_table,
@@ -99,10 +101,9 @@ _KERNEL_KEYS = Statement(select(func.count(), func.count(_LISTED.c.key),
 """A kernel's exact keys, at most ``limit`` rows (one per key and sample; a file without keys
 gives one NULL, so no row at all means no CSV): (rows, keys, the keys joined by
 ``_KEY_SEPARATOR``). A range scan of ``ix_kernel_file_profile_kernel`` then ``sample_key``'s
-primary key. One string, not a row per key: thousands of result tuples made the garbage
-collector run, and a full collection in a lookup cost 30–40 ms."""
-"""Hot statements are built once with bound parameters and compiled once per dialect
-(``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
+primary key. One string, not a row per key: a tuple per key is thousands of container
+objects counted toward the cyclic collector's thresholds (a collection of the older
+generations inside a lookup costs 30–50 ms); the split strings are not tracked."""
 
 
 def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
@@ -130,11 +131,11 @@ class CandidateQueries:
     """The hot queries of one generation, with their caches.
 
     A kernel missed ``KEY_SET_AFTER`` times (an interpolated target always misses its exact
-    keys) has its set of exact keys read once, from at most ``KEY_SET_CAP`` rows (both read
-    when the generation's queries are built): a later target
-    none of whose keys is in it misses without a statement. The threshold counts misses,
-    not lookups: a hit runs its statement anyway, and a kernel seen a few times (most of a
-    realistic stream) never pays for the read."""
+    keys) has its set of exact keys read once, from at most ``KEY_SET_CAP`` rows (both
+    constants read when the generation's queries are built): a later target none of whose
+    keys is in it misses without a statement. The threshold counts misses, not lookups: a
+    hit runs its statement anyway, and a kernel missed a few times (every kernel of the
+    realistic stream) never pays for the read. Why these figures: docs/decisions.md #11."""
 
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
