@@ -133,12 +133,12 @@ def _combined(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.
 
 def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray
            ) -> tuple[np.ndarray, np.ndarray]:
+    """Both as float arrays of one dimension and equal length (finiteness is checked
+    where the order is found: ``_sorted_1d``)."""
     xa = np.asarray(xs, dtype=float)
     ya = np.asarray(ys, dtype=float)
     if xa.ndim != 1 or ya.shape != xa.shape:
         raise ValueError(f"xs and ys must be 1-D of equal length, got {xa.shape} and {ya.shape}")
-    if not np.isfinite(xa).all():  # the target is checked where it is given (Line.at)
-        raise ValueError("coordinates and target must be finite")
     return xa, ya
 
 
@@ -170,7 +170,6 @@ class Line:
     def __init__(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
         self.xa, self.ya = _as_1d(xs, ys)
         self.xl: list[float] = self.xa.tolist()
-        self.yl: list[float] = self.ya.tolist()
         self.order, self.sx, self.duplicates = _sorted_1d(self.xa, self.xl)
         self._between: dict[int, _Interval] = {}
         """What targets between sorted points ``k - 1`` and ``k`` share, by ``k``, made
@@ -180,7 +179,7 @@ class Line:
         found = self._between.get(k)
         if found is None:
             lo, hi = self.order[k - 1], self.order[k]
-            values = [self.yl[lo], self.yl[hi]]
+            values = [float(self.ya[lo]), float(self.ya[hi])]
             found = self._between[k] = _Interval(
                 lo, hi, values, np.array(values),
                 f"interpolated between {_fmt(self.sx[k - 1])} and {_fmt(self.sx[k])}")
@@ -205,8 +204,8 @@ class Line:
         if min(below, above) <= EXACT_RTOL * max(1.0, abs(x)):
             nearest = _nearest_scan(self.xa, xl, x)
             bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
-            return GeometryResult(Diagnostic.EXACT, self.yl[nearest], (nearest,), (1.0,), bnd,
-                                  f"{axis_name} {_fmt(x)} is a measured point")
+            return GeometryResult(Diagnostic.EXACT, float(self.ya[nearest]), (nearest,), (1.0,),
+                                  bnd, f"{axis_name} {_fmt(x)} is a measured point")
         if len(sx) == 1:
             side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
             return _fail(Diagnostic.INSUFFICIENT,
@@ -238,17 +237,29 @@ class _Interval(NamedTuple):
     text: str
 
 
-def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[list[int], list[float], bool]:
+def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[Sequence[int], list[float], bool]:
     """The stable ascending order, the sorted coordinates, and whether two of them are
-    the same within ``EXACT_RTOL`` (numpy for a long axis; an axis already ascending, as a
-    regime's candidates come, keeps its order and its differences serve both checks)."""
-    if len(xl) > 64:
-        steps = xa[1:] - xa[:-1]
-        if (steps >= 0).all():  # finite: x[i+1] >= x[i] exactly when its step is >= 0
-            return list(range(len(xl))), xl, bool((steps <= _tol(xa[1:])).any())
+    the same within ``EXACT_RTOL``; raises ValueError for a non-finite coordinate (the
+    target is checked where it is given: ``Line.at``).
+
+    A long axis already ascending between finite ends, as a regime's candidates come, is
+    finite throughout and keeps its order; its smallest step settles the duplicate check
+    unless it is within the largest tolerance (then every step is compared with its own)."""
+    n = len(xl)
+    if n > 64 and math.isfinite(xl[0]) and math.isfinite(xl[-1]):
+        later, earlier = xa[1:], xa[:-1]
+        if (later >= earlier).all():  # NaN compares False: such an axis is not ascending
+            steps = later - earlier
+            least = float(steps.min())
+            if least > EXACT_RTOL * max(1.0, abs(xl[0]), abs(xl[-1])):
+                return range(n), xl, False
+            return range(n), xl, bool((steps <= _tol(later)).any())
+    if not np.isfinite(xa).all():
+        raise ValueError("coordinates and target must be finite")
+    if n > 64:
         order = np.argsort(xa, kind="stable").tolist()
     else:
-        order = sorted(range(len(xl)), key=xl.__getitem__)
+        order = sorted(range(n), key=xl.__getitem__)
     sx = [xl[i] for i in order]
     return order, sx, _has_duplicates(sx)
 

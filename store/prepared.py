@@ -29,7 +29,7 @@ class Prepared:
     column: str
     points: np.ndarray
     values: np.ndarray
-    representatives: list[int]
+    representatives: Sequence[int]
     """The slice index of each coordinate's representative row."""
     counts: list[int]
     ambiguous: int
@@ -40,7 +40,7 @@ class Prepared:
 
     def merged(self, i: int) -> tuple[MeasuredRow, int]:
         """Coordinate ``i``'s representative row and how many rows it merges."""
-        return self.source.row(self.representatives[i]), self.counts[i]
+        return self.source.row(int(self.representatives[i])), self.counts[i]
 
     def vertex_row(self, i: int, weight: float) -> dict[str, Any]:
         """Coordinate ``i`` as an interpolation answer reports a vertex: its representative
@@ -129,7 +129,7 @@ class Candidates:
 def merge_points(
     regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequence[int], semantic: str | None,
     rank: Mapping[str, int], unique_required: bool,
-) -> tuple[np.ndarray, np.ndarray, list[int], list[int], int]:
+) -> tuple[np.ndarray, np.ndarray, Sequence[int], list[int], int]:
     """Candidate coordinates of one column's points (slice indices in point order) with
     duplicates merged (median) or, when the kernel requires unique rows and they disagree,
     left out: (coordinates, values, representatives, counts, ambiguous rows)."""
@@ -144,25 +144,28 @@ def merge_points(
         order = np.lexsort(coordinates.T[::-1]) if len(chosen) else np.empty(0, dtype=np.int64)
         coordinates, chosen = coordinates[order], chosen[order]
         same = (coordinates[1:] == coordinates[:-1]).all(axis=1)
-    if not same.any():
-        return (coordinates, regime_slice.latency[chosen], chosen.tolist(),
-                [1] * len(chosen), 0)
+    if same is None or not same.any():
+        return coordinates, regime_slice.latency[chosen], chosen, [1] * len(chosen), 0
     return _merge_duplicates(regime_slice, chosen, coordinates, same, semantic, rank,
                              unique_required)
 
 
 def _ascending_line(regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequence[int]
-                    ) -> tuple[np.ndarray, np.ndarray] | None:
+                    ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """For one axis already in ascending order (a slice is sorted by its first axis, so a
     1-D regime's candidates are), the coordinates as a column and where each equals the
-    one before; None otherwise (the stable sort would leave an ascending axis as it is)."""
+    one before (None when none does); None otherwise (the stable sort would leave an
+    ascending axis as it is)."""
     if len(group) != 1:
         return None
     line = regime_slice.axes[chosen, group[0]]
     later, earlier = line[1:], line[:-1]
+    column = line.reshape(len(line), 1)
+    if (later > earlier).all():
+        return column, None
     if not (later >= earlier).all():
         return None
-    return line.reshape(len(line), 1), later == earlier
+    return column, later == earlier
 
 
 def _merge_duplicates(
@@ -200,6 +203,10 @@ def _merge_duplicates(
 
 
 def _transform(points: np.ndarray, transforms: Sequence) -> np.ndarray:
+    """The points with each axis transformed, as floats (the points themselves when no
+    axis is: neither is written after it is made)."""
+    if not any(transforms):
+        return np.asarray(points, dtype=float)
     out = np.array(points, dtype=float, copy=True)
     for j, fn in enumerate(transforms):
         if fn is not None:

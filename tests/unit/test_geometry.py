@@ -124,6 +124,55 @@ def test_1d_shape_mismatch_raises() -> None:
         interpolate_1d([1.0, 2.0], [1.0], 1.5)
 
 
+LONG = [64.0 * k for k in range(1, 101)]
+"""100 token counts 64, 128, …, 6400: above 64 points a line is checked with numpy."""
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_1d_long_axis_interpolates_in_either_order(shuffled: bool) -> None:
+    xs, ys = list(LONG), [2.0 * x + 1.0 for x in LONG]
+    if shuffled:
+        xs, ys = xs[::-1], ys[::-1]
+    r = interpolate_1d(xs, ys, 1000.0, axis_name="tokens")
+    # between 960 (1921 us) and 1024 (2049 us): 40/64 of the way, 2 * 1000 + 1
+    assert r.diagnostic is Diagnostic.INTERPOLATED and r.value == pytest.approx(2001.0, rel=REL)
+    assert (r.boundary["lower"], r.boundary["upper"]) == (960.0, 1024.0)
+    assert (r.boundary["min"], r.boundary["max"]) == (64.0, 6400.0)
+    assert r.weights == pytest.approx((0.375, 0.625), rel=REL)
+
+
+@pytest.mark.parametrize("step", [0.0, 6400.0 * 1e-10])
+def test_1d_long_axis_duplicates_raise(step: float) -> None:
+    """A repeated last coordinate, exactly or within EXACT_RTOL (1e-9 of 6400)."""
+    xs = [*LONG, 6400.0 + step]
+    with pytest.raises(ValueError, match="duplicate"):
+        interpolate_1d(xs, [1.0] * len(xs), 100.0)
+
+
+@pytest.mark.parametrize(("xs", "target"), [
+    ([*LONG, 6400.0 + 6.4e-5], 6400.0 + 3.2e-5),  # 10x the tolerance at 6400 (6.4e-6)
+    ([64.0, 64.0 + 1e-6, *LONG[1:]], 64.0 + 5e-7),  # below 6400's tolerance, above 64's
+])
+def test_1d_long_axis_close_but_distinct_points_interpolate(xs: list[float],
+                                                            target: float) -> None:
+    """Two points closer than the largest coordinate's tolerance (1e-9 x 6400) but not
+    their own are distinct: the target halfway between them is answered, 1 + 2 / 2."""
+    ys = [1.0] * len(xs)
+    hi = xs.index(min(x for x in xs if x > target))
+    ys[hi] = 3.0
+    r = interpolate_1d(xs, ys, target)
+    assert r.diagnostic is Diagnostic.INTERPOLATED and r.value == pytest.approx(2.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("where", [0, 50, 99])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_1d_long_axis_non_finite_coordinate_raises(where: int, bad: float) -> None:
+    xs = list(LONG)
+    xs[where] = bad
+    with pytest.raises(ValueError, match="finite"):
+        interpolate_1d(xs, [1.0] * len(xs), 100.0)
+
+
 @pytest.mark.parametrize("bad", [0.0, -5.0, math.nan, math.inf])
 def test_1d_latency_guard(bad: float) -> None:
     r = interpolate_1d([1.0, 2.0, 4.0], [10.0, bad, 40.0], 3.0)
