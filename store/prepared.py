@@ -29,7 +29,7 @@ class Prepared:
     column: str
     points: np.ndarray
     values: np.ndarray
-    representatives: Sequence[int]
+    representatives: np.ndarray | list[int]
     """The slice index of each coordinate's representative row."""
     counts: list[int]
     ambiguous: int
@@ -129,7 +129,7 @@ class Candidates:
 def merge_points(
     regime_slice: RegimeSlice, chosen: np.ndarray, group: Sequence[int], semantic: str | None,
     rank: Mapping[str, int], unique_required: bool,
-) -> tuple[np.ndarray, np.ndarray, Sequence[int], list[int], int]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | list[int], list[int], int]:
     """Candidate coordinates of one column's points (slice indices in point order) with
     duplicates merged (median) or, when the kernel requires unique rows and they disagree,
     left out: (coordinates, values, representatives, counts, ambiguous rows)."""
