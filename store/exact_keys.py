@@ -134,13 +134,19 @@ def row_output_keys(row: CsvRow) -> list[str]:
 
 
 def target_signature(leaf: LeafOp, entry: MappingEntry, kernel: str
-                     ) -> tuple[list[Shape], list[str]]:
+                     ) -> tuple[tuple[Shape, ...], tuple[str, ...]]:
     """The target's input shapes and profiler dtypes as the base lookup sees them:
     kernel normaliser applied, first ``tc_input_count`` tensors, FRACTAL_NZ restored,
     float16 read as DT_BF16 (the Phase 1 rule). Generic compute reads its target the same
-    way, so the two cannot disagree."""
+    way, so the two cannot disagree (read once per leaf: both ask for it in one lookup)."""
+    return leaf.derived(("signature", kernel, entry.tc_input_count),
+                        lambda: _signature(leaf, entry.tc_input_count, kernel))
+
+
+def _signature(leaf: LeafOp, count: int | None, kernel: str
+               ) -> tuple[tuple[Shape, ...], tuple[str, ...]]:
     tensors = normalize_target_inputs(kernel, leaf.tensor_inputs())
-    if entry.tc_input_count:
-        tensors = tensors[: entry.tc_input_count]
-    shapes = [logical_shape(t.shape, t.format) for t in tensors]
-    return shapes, [to_profiler_dtype(t.dtype) for t in tensors]
+    if count:
+        tensors = tensors[:count]
+    return (tuple([logical_shape(t.shape, t.format) for t in tensors]),
+            tuple([to_profiler_dtype(t.dtype) for t in tensors]))

@@ -9,10 +9,10 @@ e.g. ``args[2][0].shape: dimension -3 is negative``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from profstore.bounds import bounded_int, check_nesting, load_json, valid_text
 from profstore.dtypes import canonical_torch_dtype
@@ -25,6 +25,8 @@ from profstore.leaf_fields import (
     positive_int,
     shape_of,
 )
+
+T = TypeVar("T")
 
 __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "walk_tensors"]
 
@@ -290,7 +292,19 @@ class LeafOp:
         return cached
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_tensor_inputs")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_hash", "_tensor_inputs", "_derived")}
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per object and ``key``: a value read from this leaf alone
+        that several steps of one lookup need (kept out of pickles; read only)."""
+        found = self.__dict__.get("_derived")
+        if found is None:
+            found = self.__dict__["_derived"] = {}
+        if key in found:
+            return found[key]
+        value = found[key] = compute()
+        return value
 
     def __post_init__(self) -> None:
         if self.op is None:
