@@ -218,6 +218,8 @@ def bench(args: argparse.Namespace) -> int:
                 [Column("what", "ISSUE #11 MEASURE"),
                  Column("before", f"BEFORE ({result.get('baseline', {}).get('revision', '-')})"),
                  Column("after", "AFTER"), Column("target", "TARGET")])
+    print(f"{benchmod.VERSION}'s per-lookup figures and the corpus ingest: the median of "
+          f"{result['rounds']} measurements, the revisions alternating (all in the JSON)")
     print(f"re-ingest of a changed {benchmod.VERSION}: {result['base']['reingest_ratio']:.2f}x "
           "its fresh ingest")
     agreement = result.get("agreement")

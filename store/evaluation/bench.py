@@ -77,6 +77,11 @@ class BenchOptions:
     def mixed(self) -> int:
         return 300 if self.quick else 10000
 
+    @property
+    def rounds(self) -> int:
+        """Measurements of the per-lookup figures after the first (``bench_rounds``)."""
+        return 1 if self.quick else 4
+
 
 @dataclass(frozen=True)
 class Tree:
@@ -198,7 +203,7 @@ def build(options: BenchOptions, tree: Tree, workdir: Path, copies: int,
     vllm, hccl = sources(options.root)
     kernels = QUICK_KERNELS if options.quick else None
     cache = options.cache_dir if copies > 1 and not options.quick else None
-    db = workdir / f"bench-{tree.fingerprint}-{copies}.db"
+    db = database_path(workdir, tree, copies)
     if cache is not None:
         key = hashlib.sha256(json.dumps([
             content_hash({p.name: p.read_bytes() for p in vllm.files()}),
@@ -220,6 +225,12 @@ def build(options: BenchOptions, tree: Tree, workdir: Path, copies: int,
     if cache is not None:
         meta.write_text(json.dumps(figures))
     return db, {**figures, "cached": False}
+
+
+def database_path(workdir: Path, tree: Tree, copies: int) -> Path:
+    """Where ``build`` ingests a database of ``copies`` copies (the scaled one, unless quick,
+    lives in the cache directory instead)."""
+    return workdir / f"bench-{tree.fingerprint}-{copies}.db"
 
 
 def ingest_corpus(root: Path, tree: Tree, workdir: Path,
@@ -360,10 +371,14 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = lambda _: None
         if options.baseline:
             trees.insert(0, export_tree(options.baseline, work / "baseline"))
         measured = {t.label: measure_tree(options, t, work, scale, log) for t in trees}
+        from profstore.evaluation.bench_rounds import measure_rounds  # builds on this module
+
+        measure_rounds(options, trees, measured, work, log)
     current = measured["current"]
     doc: dict[str, Any] = {
         "version": VERSION, "root": str(options.root), "scale": scale, "quick": options.quick,
         "targets": {k: v[1] for k, v in TARGETS.items()}, "reps": options.reps,
+        "rounds": options.rounds + 1,
         "stream": current["base"]["stream_leaves"], "keys": list(MEASUREMENT_KEYS),
         "environment": environment(), "base": current["base"], "scaled": current["scaled"],
         "startup": current["startup"], "postgres": current.get("postgres"),

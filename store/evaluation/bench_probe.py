@@ -237,6 +237,16 @@ def lookups(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def again(spec: dict[str, Any]) -> dict[str, Any]:
+    """The per-lookup figures of ``lookups`` once more (``bench_rounds``)."""
+    db, workloads = spec["db"], spec["workloads"]
+    out = realistic_stream(db, None, workloads)
+    del out["answers"]
+    out.update(targets(db, spec["reps"]))
+    out.update(stream_1d(db, workloads, min(spec["reps"], 5)))
+    return out
+
+
 def postgres(spec: dict[str, Any]) -> dict[str, Any]:
     """Ingest the root into a PostgreSQL database and time the realistic stream on it."""
     figures = ingest(spec["root"], spec["url"])
@@ -247,6 +257,7 @@ def postgres(spec: dict[str, Any]) -> dict[str, Any]:
 TASKS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "ingest": lambda s: ingest(s["root"], s["db"]),
     "lookups": lookups,
+    "again": again,
     "postgres": postgres,
 }
 

@@ -127,3 +127,9 @@ def test_bench_quick_writes_every_measurement(capsys, tmp_path):
     base = data["base"]
     assert base["reingest_ratio"] == pytest.approx(base["reingest_s"] / base["ingest_s"])
     assert f"re-ingest of a changed v0.18: {base['reingest_ratio']:.2f}x its fresh ingest" in out
+    # quick: the first measurement and one more round, each figure their median
+    assert data["rounds"] == 2 and len(base["rounds"]) == 2
+    for key in ("uncached_exact_us", "uncached_interp_1d_us", "regime_cached_1d_us"):
+        first, again = (r[key] for r in base["rounds"])
+        assert base[key] == pytest.approx((first + again) / 2)
+    assert base["stream_us"]["max"] == max(r["stream_us"]["max"] for r in base["rounds"])
