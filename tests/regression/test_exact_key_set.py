@@ -112,13 +112,12 @@ def test_a_repeated_miss_runs_no_exact_key_statement(url, after_two, monkeypatch
     store, seen = open_recorded(url, monkeypatch)
     with store:
         answers = [counted(store, seen, leaf(tokens)) for tokens in (5, 6, 7, 12)]
+    # the first miss asks its keys; the second asks them and reads the set; then none
     assert [n for _, n in answers] == [1, 2, 0, 0]
-    """The first miss asks its keys; the second asks them and reads the set; then none."""
+    # on the CSV's line: 5.0 + (6.0 - 5.0) * (t - 4) / 4 below 8, 6.0 + 3.0 * (t - 8) / 8 above
     assert [(r.latency_us, r.source, r.details["method"]) for r, _ in answers] == [
         (5.25, QuerySource.INTERPOLATED, "linear_1d"), (5.5, QuerySource.INTERPOLATED, "linear_1d"),
         (5.75, QuerySource.INTERPOLATED, "linear_1d"), (7.5, QuerySource.INTERPOLATED, "linear_1d")]
-    """On the CSV's line: 5.0 + (6.0 - 5.0) * (t - 4) / 4 below 8, 6.0 + 3.0 * (t - 8) / 8
-    above."""
 
 
 def test_a_hit_after_the_set_is_read_returns_the_csv_row(url, after_two, monkeypatch):
