@@ -27,33 +27,29 @@ __all__ = ["LRU", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
 _G = t.regime.c
 _K = t.key_table.c
 _S = t.sample_table.c
-_KERNEL_PRESENT = Statement(select(t.kernel_file.c.id).where(
-    t.kernel_file.c.profile_id == bindparam("profile"),
-    t.kernel_file.c.kernel_type == bindparam("kernel"),
-).limit(1))
-_KEY_COLUMNS = (_K.sample_id, _S.latency_us, _S.latency_column, _S.line_no,
-                t.kernel_file.c.file_name)
+_F = t.kernel_file.c
+_OF_KERNEL = (_F.profile_id == bindparam("profile"), _F.kernel_type == bindparam("kernel"))
+"""The kernel's files in one version: every key statement starts from them."""
+_KERNEL_PRESENT = Statement(select(_F.id).where(*_OF_KERNEL).limit(1))
+_KEY_COLUMNS = (_K.sample_id, _S.latency_us, _S.latency_column, _S.line_no, _F.file_name)
 _KEY_JOIN = (
     select(*_KEY_COLUMNS)
     .select_from(t.kernel_file)
-    .join(t.key_table, _K.kernel_file_id == t.kernel_file.c.id)
+    .join(t.key_table, _K.kernel_file_id == _F.id)
     .join(t.sample_table, _S.id == _K.sample_id)
-    .where(t.kernel_file.c.profile_id == bindparam("profile"),
-           t.kernel_file.c.kernel_type == bindparam("kernel"))
+    .where(*_OF_KERNEL)
 )
 MAX_KEYS = 3
 """The most exact keys a target tries (``exact_keys.target_keys``)."""
 
 
 def _exact_keys(n: int) -> Statement:
-    f = t.kernel_file.c
-    keys = and_(_K.kernel_file_id == f.id,
+    keys = and_(_K.kernel_file_id == _F.id,
                 _K.exact_key.in_([bindparam(f"k{i}") for i in range(n)]))
     return Statement(select(*_KEY_COLUMNS, _K.exact_key)
                      .select_from(t.kernel_file.outerjoin(t.key_table, keys)
                                   .outerjoin(t.sample_table, _S.id == _K.sample_id))
-                     .where(f.profile_id == bindparam("profile"),
-                            f.kernel_type == bindparam("kernel")))
+                     .where(*_OF_KERNEL))
 
 
 _EXACT_KEYS = tuple(_exact_keys(n) for n in range(1, MAX_KEYS + 1))
@@ -91,10 +87,8 @@ _REFUSALS = Statement(
 (``store.statements``); inside a lookup's snapshot they run on its DBAPI cursor."""
 _KEY_SEPARATOR = "\x1f"
 _LISTED = (select(_K.exact_key.label("key"))
-           .select_from(t.kernel_file.outerjoin(t.key_table,
-                                                _K.kernel_file_id == t.kernel_file.c.id))
-           .where(t.kernel_file.c.profile_id == bindparam("profile"),
-                  t.kernel_file.c.kernel_type == bindparam("kernel"))
+           .select_from(t.kernel_file.outerjoin(t.key_table, _K.kernel_file_id == _F.id))
+           .where(*_OF_KERNEL)
            .limit(bindparam("limit")).subquery())
 _KERNEL_KEYS = Statement(select(func.count(), func.count(_LISTED.c.key),
                                 func.aggregate_strings(_LISTED.c.key, _KEY_SEPARATOR)))
@@ -170,8 +164,7 @@ class CandidateQueries:
         miss one statement less. A kernel's key set, once read, answers a miss alone."""
         known = self._key_sets.get((profile_id, kernel))
         if type(known) is _KernelKeys and known.keys is not None and known.keys.isdisjoint(keys):
-            if self._kernels.get((profile_id, kernel)) is None:
-                self._kernels.put((profile_id, kernel), known.present)
+            self._note_kernel(profile_id, kernel, known.present)
             return {}
         found = self._key_rows(profile_id, kernel, keys, exclude)
         if not found and type(known) is not _KernelKeys:
@@ -186,12 +179,16 @@ class CandidateQueries:
             rows = _EXACT_KEYS[len(part) - 1].rows(self.engine, profile=profile_id,
                                                    kernel=kernel,
                                                    **{f"k{i}": k for i, k in enumerate(part)})
-            if self._kernels.get((profile_id, kernel)) is None:
-                self._kernels.put((profile_id, kernel), bool(rows))
+            self._note_kernel(profile_id, kernel, bool(rows))
             matched = [r for r in rows if r[0] is not None and r[0] not in exclude]
             for r in sorted(matched, key=_key_row_order):
                 found.setdefault(r[5], []).append(MeasuredRow(r[0], r[1], r[2], r[3], r[4]))
         return found
+
+    def _note_kernel(self, profile_id: int, kernel: str, present: bool) -> None:
+        """Kernel presence learnt on the way (``kernel_present`` then asks no statement)."""
+        if self._kernels.get((profile_id, kernel)) is None:
+            self._kernels.put((profile_id, kernel), present)
 
     def _missed(self, profile_id: int, kernel: str, before: int) -> None:
         if before + 1 < self._key_set_after:

@@ -27,6 +27,8 @@ from profstore.leaf_fields import (
 )
 
 T = TypeVar("T")
+_UNSET: Any = object()
+"""``LeafOp.derived``'s marker for a value not computed yet (None is a value)."""
 
 __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "walk_tensors"]
 
@@ -292,8 +294,7 @@ class LeafOp:
         return cached
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("_hash", "_tensor_inputs", "_derived")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_derived")}
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, once per object and ``key``: a value read from this leaf alone
@@ -301,9 +302,9 @@ class LeafOp:
         found = self.__dict__.get("_derived")
         if found is None:
             found = self.__dict__["_derived"] = {}
-        if key in found:
-            return found[key]
-        value = found[key] = compute()
+        value = found.get(key, _UNSET)
+        if value is _UNSET:
+            value = found[key] = compute()
         return value
 
     def __post_init__(self) -> None:
@@ -386,13 +387,13 @@ class LeafOp:
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
         """Tensors among the positional args, in order, lists flattened; non-tensors skipped
         (found once per leaf: both the base lookup and the path read them)."""
-        found = self.__dict__.get("_tensor_inputs")
-        if found is None:
-            tensors: list[TensorSpec] = []
-            for value in self.args:
-                if isinstance(value, TensorSpec):  # the common argument, without a generator
-                    tensors.append(value)
-                elif isinstance(value, tuple):
-                    tensors.extend(walk_tensors(value))
-            found = self.__dict__["_tensor_inputs"] = tuple(tensors)
-        return found
+        return self.derived("tensor_inputs", self._find_tensor_inputs)
+
+    def _find_tensor_inputs(self) -> tuple[TensorSpec, ...]:
+        tensors: list[TensorSpec] = []
+        for value in self.args:
+            if isinstance(value, TensorSpec):  # the common argument, without a generator
+                tensors.append(value)
+            elif isinstance(value, tuple):
+                tensors.extend(walk_tensors(value))
+        return tuple(tensors)

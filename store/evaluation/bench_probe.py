@@ -225,10 +225,7 @@ def lookups(spec: dict[str, Any]) -> dict[str, Any]:
             store.clear_cache()
             loads.append(_timed(lambda: store.profile(VERSION))[0])
         out["profile_load_ms"] = statistics.median(loads) * 1e3
-    out.update(realistic_stream(db, None, workloads))
-    out["stream_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out.update(targets(db, spec["reps"]))
-    out.update(stream_1d(db, workloads, min(spec["reps"], 5)))
+    out.update(per_lookup(db, workloads, spec["reps"]))
     if spec.get("replays", True):
         out["replays"] = replays(db, workloads)
         out["replay_s"] = sum(r["seconds"] for r in out["replays"].values())
@@ -237,13 +234,20 @@ def lookups(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def per_lookup(db: str, workloads: str, reps: int) -> dict[str, Any]:
+    """The realistic stream (and the RSS it reached), the targets and the stream's 1-D
+    leaves: what ``lookups`` measures first and ``again`` measures once more."""
+    out = realistic_stream(db, None, workloads)
+    out["stream_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.update(targets(db, reps))
+    out.update(stream_1d(db, workloads, min(reps, 5)))
+    return out
+
+
 def again(spec: dict[str, Any]) -> dict[str, Any]:
     """The per-lookup figures of ``lookups`` once more (``bench_rounds``)."""
-    db, workloads = spec["db"], spec["workloads"]
-    out = realistic_stream(db, None, workloads)
+    out = per_lookup(spec["db"], spec["workloads"], spec["reps"])
     del out["answers"]
-    out.update(targets(db, spec["reps"]))
-    out.update(stream_1d(db, workloads, min(spec["reps"], 5)))
     return out
 
 
