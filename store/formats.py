@@ -1,8 +1,12 @@
 """Memory formats a leaf does not state, resolved before a path reads them.
 
 A TensorCast meta tensor carries no memory format, but several paths keep the format in
-their regime (MatMul's ``formats``, DispatchFFNCombine's weight layout, ...). A tensor
-whose ``format`` is None is resolved in this order (docs/decisions.md, issue #10):
+their regime (MatMul's ``formats``, DispatchFFNCombine's weight layout, ...). A JSON
+descriptor that omits a tensor's format states none, and DESIGN §3 reads that as ND
+(``TensorSpec.format_defaulted``) unless the policy (per-op format or default) or the
+mapping's ``expected_input_formats`` give one; the policy default ``"infer"`` makes it
+unstated. What nothing restates stays ND (``format_source: default``). A tensor whose
+``format`` is None is resolved in this order (docs/decisions.md, issue #10):
 
 1. ``policy``: a ``FormatPolicy`` the caller passes (per op and argument, then a per-run
    default);
@@ -31,6 +35,10 @@ KNOWN_FORMATS = frozenset({"ND", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACT
                            "NDHWC", "NCDHW", "NDC1HWC0", "FRACTAL_Z_3D"})
 """Formats a policy may name (Ascend's format names as the CSVs spell them)."""
 
+INFER = "infer"
+"""A policy default that leaves every omitted or unstated format to the mapping and the
+measured rows (the unstated resolution) instead of the descriptor's ND default."""
+
 _UNIT = re.compile(r"^(?:args\[(?P<arg>[0-9]+)\]|outputs\[(?P<out>[0-9]+)\]|"
                    r"kwargs\.(?P<kw>[A-Za-z_][A-Za-z0-9_]*))$")
 _POLICY_KEYS = frozenset({"default", "ops"})
@@ -40,6 +48,7 @@ class FormatSource(str, enum.Enum):
     """Where a resolved format came from, strongest first."""
 
     STATED = "stated"
+    DEFAULT = "default"
     POLICY = "policy"
     MAPPING = "mapping"
     INFERRED = "inferred"
@@ -78,7 +87,9 @@ class FormatPolicy:
     """Formats a caller states for tensors its leaves leave unstated.
 
     ``ops``: op → {unit: format} (a unit is an argument index, a keyword name,
-    ``outputs[i]``); ``default``: the format of every other unstated tensor of the run.
+    ``outputs[i]``); ``default``: the format of every other unstated (or defaulted) tensor of
+    the run, or ``"infer"`` for the unstated resolution of every tensor whose format the
+    descriptor did not state.
     Construction validates every format and key (``ValueError`` naming it);
     ``check_ops`` validates the op names against a version's mapping."""
 
@@ -86,8 +97,11 @@ class FormatPolicy:
     ops: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        default = None if self.default is None else check_format(self.default,
-                                                                 "format_policy.default")
+        default = self.default
+        if default is not None and str(default).strip().lower() == INFER:
+            default = INFER
+        elif default is not None:
+            default = check_format(default, "format_policy.default")
         if not isinstance(self.ops, Mapping):
             raise ValueError(f"format_policy.ops: must be a mapping, got {self.ops!r}")
         ops: dict[str, dict[str, str]] = {}
@@ -191,24 +205,70 @@ class Prefilled:
 
 
 def prefill(leaf: LeafOp, entry: MappingEntry, policy: FormatPolicy | None) -> Prefilled:
-    """Fill unstated formats from the policy, then from the mapping's expected formats."""
+    """Settle defaulted formats (module docstring), then fill unstated ones from the
+    policy, then from the mapping's expected formats."""
+    leaf, sources = _settle_defaults(leaf, policy, entry)
     if policy is None and not entry.expected_input_formats:
-        return Prefilled(leaf, {})  # nothing to fill from: every unit stays as it is
+        return Prefilled(leaf, sources)  # nothing to fill from: every unit stays as it is
     pending = unstated(leaf)
     if not pending:
-        return Prefilled(leaf, {})
+        return Prefilled(leaf, sources)
     assignment: dict[str, str] = {}
-    sources: dict[str, FormatSource] = {}
     per_op = policy.ops.get(leaf.op, {}) if policy is not None else {}
+    default = policy.default if policy is not None and policy.default != INFER else None
     expected = _expected_by_unit(leaf, entry)
     for unit in pending:
         if unit in per_op:
             assignment[unit], sources[unit] = per_op[unit], FormatSource.POLICY
-        elif policy is not None and policy.default is not None:
-            assignment[unit], sources[unit] = policy.default, FormatSource.POLICY
+        elif default is not None:
+            assignment[unit], sources[unit] = default, FormatSource.POLICY
         elif unit in expected:
             assignment[unit], sources[unit] = expected[unit], FormatSource.MAPPING
     return Prefilled(with_formats(leaf, assignment), sources)
+
+
+def _settle_defaults(leaf: LeafOp, policy: FormatPolicy | None,
+                     entry: MappingEntry) -> tuple[LeafOp, dict[str, FormatSource]]:
+    """The leaf with its defaulted tensors unstated again where the policy or the mapping's
+    expected formats speak for them (DESIGN §3: those apply where the leaf states no
+    format), and the units that keep their ND default marked ``default``."""
+    defaulted = [unit for unit, tensors in units_of(leaf).items()
+                 if any(t.format_defaulted for t in tensors)] if _has_defaults(leaf) else []
+    if not defaulted:
+        return leaf, {}
+    per_op = policy.ops.get(leaf.op, {}) if policy is not None else {}
+    default = policy.default if policy is not None else None
+    expected = _expected_by_unit(leaf, entry) if entry.expected_input_formats else {}
+    reopened = [unit for unit in defaulted
+                if unit in per_op or unit in expected or default is not None]
+    kept = {unit: FormatSource.DEFAULT for unit in defaulted if unit not in reopened}
+    return _map_defaulted(leaf, set(reopened)), kept
+
+
+def _has_defaults(leaf: LeafOp) -> bool:
+    return any(t.format_defaulted for t in leaf.tensor_inputs()) or any(
+        t.format_defaulted for t in leaf.outputs) or any(
+        t.format_defaulted for _, value in leaf.kwargs for t in walk_tensors(value))
+
+
+def _map_defaulted(leaf: LeafOp, units: set[str]) -> LeafOp:
+    """``leaf`` with the defaulted tensors of ``units`` unstated."""
+    if not units:
+        return leaf
+
+    def reopen(value: Any, unit: str) -> Any:
+        if unit not in units:
+            return value
+        if isinstance(value, TensorSpec):
+            return value.unstated() if value.format_defaulted else value
+        if isinstance(value, tuple):
+            return tuple(reopen(item, unit) for item in value)
+        return value
+
+    args = tuple(reopen(v, f"args[{i}]") for i, v in enumerate(leaf.args))
+    kwargs = tuple((n, reopen(v, f"kwargs.{n}")) for n, v in leaf.kwargs)
+    outputs = tuple(reopen(t, f"outputs[{i}]") for i, t in enumerate(leaf.outputs))
+    return leaf.with_tensors(args, kwargs, outputs)
 
 
 def _expected_by_unit(leaf: LeafOp, entry: MappingEntry) -> dict[str, str]:

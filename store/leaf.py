@@ -43,12 +43,16 @@ class TensorSpec:
     """One tensor: shape, canonical torch dtype, memory format, and optionally its values.
 
     ``format`` None means the caller does not state it (a TensorCast meta tensor carries
-    none): the lookup resolves it (store/formats.py); ``"ND"`` is a stated ND."""
+    none): the lookup resolves it (store/formats.py); ``"ND"`` is a stated ND.
+    ``format_defaulted``: the format is ND because a JSON descriptor omitted it (DESIGN §3:
+    the format defaults to ND); a format policy may still state another one, and its
+    ``"infer"`` default makes it unstated again (store/formats.py)."""
 
     shape: tuple[int, ...]
     dtype: str
     format: str | None = None
     values: tuple[int | float, ...] | None = None
+    format_defaulted: bool = False
 
     def __post_init__(self) -> None:
         shape = shape_of(self.shape, "shape")
@@ -69,6 +73,10 @@ class TensorSpec:
             numel = math.prod(shape)
             if len(values) != numel:
                 raise ValueError(f"values: length {len(values)} != numel {numel} of {list(shape)}")
+        if self.format_defaulted not in (False, True) or (self.format_defaulted
+                                                         and self.format != "ND"):
+            raise ValueError("format_defaulted: True only with format 'ND', got "
+                             f"{self.format_defaulted!r} with {self.format!r}")
         for name, value in (("shape", shape), ("dtype", dtype), ("values", values)):
             object.__setattr__(self, name, value)
         if self.format is not None:
@@ -80,9 +88,16 @@ class TensorSpec:
         if not isinstance(fmt, str) or not fmt.strip():
             raise ValueError(f"format: must be a non-empty string or null, got {fmt!r}")
         valid_text(fmt, "format")
+        return self._copy(fmt.strip().upper())
+
+    def unstated(self) -> TensorSpec:
+        """This tensor with its format unstated (a policy's ``"infer"`` default)."""
+        return self._copy(None)
+
+    def _copy(self, fmt: str | None) -> TensorSpec:
         copy = object.__new__(TensorSpec)
-        for name, value in (("shape", self.shape), ("dtype", self.dtype),
-                            ("format", fmt.strip().upper()), ("values", self.values)):
+        for name, value in (("shape", self.shape), ("dtype", self.dtype), ("format", fmt),
+                            ("values", self.values), ("format_defaulted", False)):
             object.__setattr__(copy, name, value)
         return copy
 
@@ -97,7 +112,10 @@ class TensorSpec:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], path: str = "") -> TensorSpec:
-        """Build from ``{"shape", "dtype", "format"?, "values"?}``; errors start with ``path``."""
+        """Build from ``{"shape", "dtype", "format"?, "values"?}``; errors start with ``path``.
+
+        An omitted ``"format"`` is ND (``format_defaulted``); ``"format": null`` leaves it
+        unstated."""
         if not isinstance(data, Mapping):
             raise object_error(path, f"must be a tensor object, got {data!r}")
         if not data.keys() <= _TENSOR_KEYS:
@@ -107,18 +125,20 @@ class TensorSpec:
             if data.get(name) is None:
                 raise field_error(path, ValueError(f"{name}: missing"))
         try:
+            omitted = "format" not in data
             return cls(
                 shape=data["shape"],
                 dtype=data["dtype"],
-                format=data.get("format"),
+                format="ND" if omitted else data["format"],
                 values=data.get("values"),
+                format_defaulted=omitted,
             )
         except ValueError as error:
             raise field_error(path, error) from None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
-        if self.format is not None:
+        if not self.format_defaulted:
             out["format"] = self.format
         if self.values is not None:
             out["values"] = list(self.values)

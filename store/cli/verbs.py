@@ -140,9 +140,11 @@ def _lookup_options(parser: argparse.ArgumentParser) -> None:
                         help="an op_mapping YAML whose entries and policies override the "
                              "version's")
     parser.add_argument("--format-policy", metavar="JSON|FILE",
-                        help="formats for tensors a descriptor leaves unstated, e.g. "
-                             "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}' "
-                             "or '{\"default\": \"ND\"}' (a JSON text or file)")
+                        help="formats for tensors a descriptor leaves unstated (\"format\": "
+                             "null) or omits (ND by default), e.g. "
+                             "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}'; "
+                             "'{\"default\": \"infer\"}' resolves every format not stated "
+                             "from the mapping and the measured rows (a JSON text or file)")
 
 
 def register_evaluation(subparsers: argparse._SubParsersAction) -> None:

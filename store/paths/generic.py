@@ -9,10 +9,18 @@ Regime, ``axis_0`` mode: kernel, input count, dtypes, and the shape signature of
 inputs where a leading dimension equal to the token count is written ``T`` (inputs
 that share the token dimension move with it; every other dimension stays fixed).
 Regime, ``output_numel`` mode: kernel, input count, dtypes, the output's rank and last
-dimension, and per input what does not move with the output size: an index tensor
-(integer dtype) keeps only its rank, its length being the output's row count; a data
-tensor keeps its whole shape, a leading dimension equal to the output's row count written
-``T`` (the embedding table ``[V, H]`` stays fixed, a concatenated ``[T, 16, 128]`` moves).
+dimension, and per input what does not move with the output size (shapes as written: no
+leading 1 is taken for a batch, since the axis is the output's size, not a token count,
+and a concat of ``[1, 16, 128]`` rows is the one-token end of the ``[T, 16, 128]``
+family): an index tensor (integer dtype) keeps only its rank, its length being the
+output's row count; a data tensor keeps its whole shape, a leading dimension equal to the
+output's row count written ``T`` (the embedding table ``[V, H]`` stays fixed, a
+concatenated ``[T, 16, 128]`` moves). Data tensors concatenated along their rows (two or
+more, of the output's rank, the output's tail each, their row counts adding up to the
+output's) keep only that tail, the rows written ``C``: ``cat([x, x], 0)`` of ``[2730,
+7168]`` reads ``C,7168;C,7168``, like every other pair of row blocks of one 7,168-wide
+output (their row counts move with the output, none of them equals it, so the ``T`` rule
+alone kept each split a regime of its own).
 For a kernel in ``SCALED_SOURCE`` the source tensor's leading dimension is written as its
 ratio to the row count (``8T``): Index gathers ``T`` rows out of ``8T`` in one family of
 measurements and out of ``T`` in another, both moving with the output. Keeping an index
@@ -107,11 +115,14 @@ def _numel_extraction(
 ) -> Extraction | Refusal:
     if not outputs:
         return refuse(Reason.TARGET_UNAVAILABLE, "output_numel axis needs an output shape")
-    rows = drop_batch_dim(outputs[0])
-    tokens = rows[0] if rows else None
+    tokens = outputs[0][0] if outputs[0] else None
     scaled = kernel in SCALED_SOURCE
-    inputs = ";".join(_fixed_part(s, d, tokens, scaled and i == 0)
-                      for i, (s, d) in enumerate(zip(shapes, dtypes)))
+    if _row_concat(shapes, dtypes, outputs[0]):
+        inputs = ";".join(f"i{len(s)}" if d in INDEX_DTYPES else _block_pattern(s)
+                          for s, d in zip(shapes, dtypes))
+    else:
+        inputs = ";".join(_fixed_part(s, d, tokens, scaled and i == 0)
+                          for i, (s, d) in enumerate(zip(shapes, dtypes)))
     regime = {
         "kernel": kernel,
         "axis": "output_numel",
@@ -126,13 +137,28 @@ def _numel_extraction(
 SCALED_SOURCE = frozenset({"Index"})
 
 
+def _row_concat(shapes: Sequence[Shape], dtypes: Sequence[str], output: Shape) -> bool:
+    """Whether the data tensors are row blocks of ``output`` (module docstring)."""
+    data = [s for s, d in zip(shapes, dtypes) if d not in INDEX_DTYPES]
+    if len(data) < 2 or not output:
+        return False
+    if any(len(s) != len(output) or tuple(s[1:]) != tuple(output[1:]) for s in data):
+        return False
+    rows = [s[0] for s in data]
+    return sum(rows) == output[0] and output[0] not in rows
+
+
+def _block_pattern(shape: Shape) -> str:
+    return "C," + shape_text(shape[1:]) if len(shape) > 1 else "C"
+
+
 def _fixed_part(shape: Shape, dtype: str, tokens: int | None, scaled: bool = False) -> str:
     """What of one input stays fixed while the output grows (module docstring)."""
     if dtype in INDEX_DTYPES:
         return f"i{len(shape)}"
     if tokens is None or not shape:
         return ",".join(map(str, shape)) if shape else "()"
-    rows = drop_batch_dim(shape)
+    rows = shape
     if scaled and tokens > 0 and rows and rows[0] % tokens == 0 and rows[0] > tokens:
         return ",".join([f"{rows[0] // tokens}T", *(str(d) for d in rows[1:])])
     return _token_pattern(rows, tokens)

@@ -8,8 +8,11 @@ float16 reads as DT_FLOAT16 here only (the CSV keeps FP16 DynamicQuant rows apar
 
 Scale modes, from an auxiliary output's shape against the input (M, K):
 per_token when it is the input shape without its last dimension (the DynamicQuant
-convention; an M of 1 stays per_token), else per_tensor for one element, per_token for M
-elements, per_channel for K. A block kernel (DynamicBlockQuant) has per_block outputs of
+convention; an M of 1 stays per_token), else per_token for M elements, per_tensor for one
+element, per_channel for K. At M = 1 a one-element scale of any shape (``(1, 1)``, ``()``)
+is per_token: one scale over one row is the per-token computation and the per-tensor one
+alike, and the corpus measures it as per_token (v0.18 DynamicQuant
+``1,2304 -> 1,2304;1``). A block kernel (DynamicBlockQuant) has per_block outputs of
 M x ceil(K / block) elements: the target's block is its ``group_size``; the row's is the
 smallest block consistent with its scale (exact when K is a multiple of the block).
 
@@ -62,7 +65,7 @@ def scale_mode(scale: Shape, x: Shape, block_size: int | None) -> str | None:
         return "per_block" if count == m * math.ceil(k / block_size) else None
     if tuple(scale) == tuple(x[:-1]):
         return "per_token"
-    for mode, size in (("per_tensor", 1), ("per_token", m), ("per_channel", k)):
+    for mode, size in (("per_token", m), ("per_tensor", 1), ("per_channel", k)):
         if count == size:
             return mode
     return None

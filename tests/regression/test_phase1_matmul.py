@@ -88,13 +88,14 @@ def capped(db_path, dim: int) -> Store:
 
 def mm(m: int, k: int, n: int, op: str = "aten.mm.default", dtype: str = "bfloat16",
        weight: dict | None = None, fmt: str | None = "ND") -> LeafOp:
-    """A matmul leaf; ``fmt`` states both operands' format (None: unstated)."""
-    stated = {} if fmt is None else {"format": fmt}
+    """A matmul leaf; ``fmt`` states both operands' format (None: unstated, the output's
+    too; a stated format leaves the output's omitted, ND by default)."""
+    stated = {"format": fmt}
     return LeafOp.from_json({
         "op": op,
         "args": [{"shape": [m, k], "dtype": dtype, **stated},
                  weight or {"shape": [k, n], "dtype": dtype, **stated}],
-        "outputs": [{"shape": [m, n], "dtype": dtype}],
+        "outputs": [{"shape": [m, n], "dtype": dtype, **({} if fmt else stated)}],
     })
 
 
@@ -294,7 +295,9 @@ def test_a_stated_nz_weight_and_a_format_policy_give_the_nz_answer(store):
                         format_policy={"ops": {"aten.mm.default": {1: "FRACTAL_NZ"}}})
     assert stated.latency_us == by_policy.latency_us == half.latency_us == pytest.approx(55.0)
     assert (stated.details["format_source"], by_policy.details["format_source"],
-            half.details["format_source"]) == ("stated", "policy", "inferred")
+            half.details["format_source"]) == ("default", "policy", "inferred")
+    # "default": the output omits its format (ND by DESIGN §3); stating it makes all stated
+    assert stated.details["format_sources"] == {"outputs[0]": "default"}
 
 
 def test_a_per_run_default_format_states_every_unstated_tensor(store):

@@ -74,7 +74,7 @@ def norm(tokens: int, op: str = NORM) -> LeafOp:
 
 def matmul(m: int, op: str, fmt: str | None = None) -> LeafOp:
     """``fmt`` states both operands' format; None leaves them unstated."""
-    stated = {} if fmt is None else {"format": fmt}
+    stated = {"format": fmt}
     return LeafOp.from_json({"op": op, "args": [
         {"shape": [m, 1536], "dtype": "bfloat16", **stated},
         {"shape": [1536, 3072], "dtype": "bfloat16", **stated}],

@@ -39,11 +39,13 @@ EXPECTED = {
                      "miss:insufficient_filtered_candidates": 1},
     },
     "deepseek_v3_ep16": {
-        "step_s": (0.005121061094945677, 0.005399933579012287), "calls": 111,
-        "profstore": {"MEASURED": 63, "INTERPOLATED": 5, "miss:regime_mismatch": 19,
+        # the one-token dynamic quants (scale (1, 1) at M = 1) read per_token since
+        # docs/adr/0003: 2 measured, 2 outside the per-token hull (both once regime_mismatch)
+        "step_s": (0.005162516359622977, 0.005399933579012287), "calls": 111,
+        "profstore": {"MEASURED": 65, "INTERPOLATED": 5, "miss:regime_mismatch": 15,
                       "miss:unmapped": 16, "miss:outside_range": 4,
                       "miss:upstream_leaf_semantics_missing": 2,
-                      "miss:outside_convex_hull": 1, "miss:dimension_blocked": 1},
+                      "miss:outside_convex_hull": 3, "miss:dimension_blocked": 1},
         "upstream": {"MEASURED": 77, "INTERPOLATED": 4, "miss:wrapper_unmapped": 16,
                      "miss:regime_key_unmatched": 6,
                      "miss:compute_multidim_interpolation_failed": 5,

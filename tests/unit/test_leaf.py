@@ -65,6 +65,11 @@ def tensor(shape: tuple[int, ...], dtype: str, fmt: str | None = None) -> Tensor
     return TensorSpec(shape=shape, dtype=dtype, format=fmt)
 
 
+def omitted(shape: tuple[int, ...], dtype: str) -> TensorSpec:
+    """A descriptor tensor without a "format": ND by default (DESIGN §3)."""
+    return TensorSpec(shape=shape, dtype=dtype, format="ND", format_defaulted=True)
+
+
 # --- the DESIGN example -------------------------------------------------------------------
 
 
@@ -72,7 +77,7 @@ def test_dfc_example_parses_positionally() -> None:
     leaf = LeafOp.from_json(DFC_EXAMPLE)
     assert leaf.op == "tensor_cast.dispatch_ffn_combine_quant.default"
     assert len(leaf.args) == 14
-    assert leaf.args[0] == tensor((2, 4, 72, 7168), "bfloat16")
+    assert leaf.args[0] == omitted((2, 4, 72, 7168), "bfloat16")
     assert leaf.args[2] == (tensor((16, 7168, 4096), "int8", "FRACTAL_NZ"),)
     assert isinstance(leaf.args[2], tuple) and leaf.args[2][0].format == "FRACTAL_NZ"
     assert leaf.args[4] == (None,)
@@ -81,7 +86,7 @@ def test_dfc_example_parses_positionally() -> None:
     assert leaf.args[13] == tuple(range(16))
     assert all(isinstance(i, int) for i in leaf.args[13])
     assert leaf.kwargs == ()
-    assert leaf.outputs == (tensor((576, 8, 7168), "bfloat16"),)
+    assert leaf.outputs == (omitted((576, 8, 7168), "bfloat16"),)
     assert leaf.context == LeafContext(ep_size=16, tp_size=1, phase="decode")
 
 
@@ -97,12 +102,12 @@ def test_dfc_example_round_trips_with_equal_hashes() -> None:
 def test_dfc_tensor_inputs_in_order() -> None:
     leaf = LeafOp.from_json(DFC_EXAMPLE)
     assert list(leaf.tensor_inputs()) == [
-        tensor((2, 4, 72, 7168), "bfloat16"),
-        tensor((576, 8), "int32"),
+        omitted((2, 4, 72, 7168), "bfloat16"),
+        omitted((576, 8), "int32"),
         tensor((16, 7168, 4096), "int8", "FRACTAL_NZ"),
-        tensor((16, 4096), "float32"),
+        omitted((16, 4096), "float32"),
         tensor((16, 2048, 7168), "int8", "FRACTAL_NZ"),
-        tensor((16, 7168), "float32"),
+        omitted((16, 7168), "float32"),
     ]
 
 
@@ -200,7 +205,24 @@ def test_nested_lists_flatten_in_order() -> None:
 
 def test_single_output_object_is_accepted() -> None:
     leaf = LeafOp.from_json({"op": "x", "outputs": {"shape": [3], "dtype": "int64"}})
-    assert leaf.outputs == (tensor((3,), "int64"),)
+    assert leaf.outputs == (omitted((3,), "int64"),)
+
+
+def test_an_omitted_format_is_a_defaulted_nd_and_null_is_unstated() -> None:
+    leaf = LeafOp.from_json({"op": "x", "args": [
+        {"shape": [2], "dtype": "int8"}, {"shape": [2], "dtype": "int8", "format": None},
+        {"shape": [2], "dtype": "int8", "format": "nd"}]})
+    assert [(t.format, t.format_defaulted) for t in leaf.args] == [
+        ("ND", True), (None, False), ("ND", False)]
+    assert [t.get("format", "omitted") for t in leaf.to_json()["args"]] == [
+        "omitted", None, "ND"]
+    assert LeafOp.from_json(leaf.to_json()) == leaf
+    assert len({leaf.args[0], leaf.args[2]}) == 2  # a defaulted and a stated ND differ
+
+
+def test_a_defaulted_format_is_nd_only() -> None:
+    with pytest.raises(ValueError, match="format_defaulted: True only with format 'ND'"):
+        TensorSpec((2,), "int8", "FRACTAL_NZ", format_defaulted=True)
 
 
 def test_id_is_accepted_and_ignored() -> None:

@@ -74,15 +74,15 @@ def store(db_path):
 def linear(m: int, k: int, n: int, *, op: str = SQL, dtype: str = "int8",
            weight: dict | None = None, extra: list | None = None,
            fmt: str | None = None) -> LeafOp:
-    """``fmt`` states the activation and weight format (None: unstated)."""
-    stated = {} if fmt is None else {"format": fmt}
+    """``fmt`` states the activation and weight format (None: unstated, the output's too)."""
+    stated = {"format": fmt}
     x = {"shape": [m, k], "dtype": dtype, **stated}
     scales = [{"shape": [n], "dtype": "bfloat16"}, {"shape": [m], "dtype": "float32"}]
     return LeafOp.from_json({
         "op": op,
         "args": [x, weight or {"shape": [k, n], "dtype": dtype, **stated},
                  *(scales if extra is None else extra)],
-        "outputs": [{"shape": [m, n], "dtype": "float16"}],
+        "outputs": [{"shape": [m, n], "dtype": "float16", **({} if fmt else stated)}],
     })
 
 
@@ -138,7 +138,9 @@ def test_weight_format_comes_from_the_mapping_when_the_leaf_does_not_state_it(st
     # unstated: the SQL entry's expected formats give ND;FRACTAL_NZ -> the NZ grid (5.5)
     mapped = store.lookup(linear(24, 1024, 512), "v0.18")
     assert mapped.latency_us == pytest.approx(5.5)
+    # (the scale slots omit their format: ND by default, DESIGN §3)
     assert mapped.details["format_sources"] == {"args[0]": "mapping", "args[1]": "mapping",
+                                                "args[2]": "default", "args[3]": "default",
                                                 "outputs[0]": "inferred"}
     assert mapped.details["format_source"] == "inferred"  # the weakest source used
     # ND_OP has no expected formats: the ND row measures (24, 1024, 512) exactly (77), the
