@@ -16,7 +16,7 @@ from profstore.api import Store
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.result import QueryResult, QuerySource
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
-from profstore.tensorcast_aliases import with_upstream_aliases
+from profstore.tensorcast.aliases import with_upstream_aliases
 
 from tests.conftest import PERFDB, REPO, requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version

@@ -1,8 +1,8 @@
-"""Upstream's detail-key spellings beside profstore's (store/tensorcast_aliases.py)."""
+"""Upstream's detail-key spellings beside profstore's (store/tensorcast/aliases.py)."""
 
 from __future__ import annotations
 
-from profstore.tensorcast_aliases import with_upstream_aliases
+from profstore.tensorcast.aliases import with_upstream_aliases
 
 FIA_REGIME = {"kernel": "FusedInferAttentionScore", "layout": "BNSD", "kv_heads": 4}
 INTERPOLATED_1D = {

@@ -47,29 +47,16 @@ from profstore.formats import FormatPolicy
 from profstore.leaf import LeafContext, LeafOp
 from profstore.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.result import QueryResult, QuerySource, Reason
-from profstore.tensorcast_aliases import with_upstream_aliases
-from profstore.tensorcast_convert import (
-    MAX_VALUE_ELEMENTS,
-    FormatOf,
-    context_fields,
-    leaf_from_invocation,
-)
-from profstore.tensorcast_result import (
+from profstore.tensorcast.aliases import with_upstream_aliases
+from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation
+from profstore.tensorcast.result import (
     ShapeList,
     ShapeMatchInfo,
-    SubKernelShapeInfo,
     TensorCastResult,
     simulation_shapes,
 )
 
-__all__ = [
-    "MAX_VALUE_ELEMENTS",
-    "ProfstoreDataSource",
-    "ShapeMatchInfo",
-    "SubKernelShapeInfo",
-    "TensorCastResult",
-    "leaf_from_invocation",
-]
+__all__ = ["ProfstoreDataSource"]
 
 ContextArg: TypeAlias = "Mapping[str, Any] | LeafContext | Callable[[Any], Any] | None"
 """A fixed context (mapping of ``LeafContext`` fields) or a callable of the invocation."""

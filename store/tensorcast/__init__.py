@@ -1,0 +1,22 @@
+"""profstore inside TensorCast: the data source its empirical model asks, and the commands
+that run TensorCast's own entry points on it.
+
+- ``ProfstoreDataSource`` (``data_source``): answers ``lookup(op_invoke_info)``;
+  ``leaf_from_invocation`` (``convert``) is the op-to-descriptor rule it applies;
+  ``TensorCastResult`` (``result``) is what it hands back.
+
+The module never imports torch or TensorCast: they are the host's.
+"""
+
+from profstore.tensorcast.convert import MAX_VALUE_ELEMENTS, leaf_from_invocation
+from profstore.tensorcast.data_source import ProfstoreDataSource
+from profstore.tensorcast.result import ShapeMatchInfo, SubKernelShapeInfo, TensorCastResult
+
+__all__ = [
+    "MAX_VALUE_ELEMENTS",
+    "ProfstoreDataSource",
+    "ShapeMatchInfo",
+    "SubKernelShapeInfo",
+    "TensorCastResult",
+    "leaf_from_invocation",
+]
