@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from profstore.cli import verbs
 from profstore.cli.common import CliError
 from profstore.cli.reference import apply_help
+from profstore.cli.tensorcast_verbs import register_tensorcast
 
 if TYPE_CHECKING:
     from sqlalchemy.exc import SQLAlchemyError
 
 REGISTRARS = (verbs.register_ingest, verbs.register_inspect, verbs.register_lookup,
-              verbs.register_evaluation, verbs.register_insight, verbs.register_demo,
-              verbs.register_serve)
+              verbs.register_evaluation, verbs.register_insight, register_tensorcast,
+              verbs.register_demo, verbs.register_serve)
 """Called in this order, which is the order of ``profstore --help``."""
 
 PROG = "profstore"
@@ -56,10 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
+    words, passed_on = split_passthrough(list(sys.argv[1:] if argv is None else argv))
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(words)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
+    if passed_on is not None:
+        args.upstream_args = passed_on
     try:
         return args.handler(args)
     except CliError as exc:
@@ -78,6 +82,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if message is None:
             raise
         return _fail(message, 1)
+
+
+def split_passthrough(words: list[str]) -> tuple[list[str], list[str] | None]:
+    """``tensorcast ... -- ARGS``: the words before ``--`` for profstore's parser, the rest
+    for TensorCast's (None when there is no ``--`` after the verb)."""
+    if "tensorcast" in words and "--" in words[words.index("tensorcast"):]:
+        cut = words.index("--", words.index("tensorcast"))
+        return words[:cut], words[cut + 1:]
+    return words, None
 
 
 def _user_error(exc: Exception) -> str | None:

@@ -34,6 +34,11 @@ EXAMPLES: dict[str, str] = {
     "report": "profstore report --db perf.db --version v0.18 --format html -o report.html",
     "plot": "profstore plot --db perf.db --version v0.18 --kernel RmsNorm -o rmsnorm.png",
     "serve": "profstore serve --db perf.db --port 8042 --open",
+    "tensorcast": "profstore tensorcast throughput-optimizer --db perf.db --version v0.18 "
+                  "--tensorcast-root ../shared/third_party/msmodeling-84fec85 "
+                  "--stats-json stats.json -- qwen3_32b_config/ --device "
+                  "ATLAS_800_A3_752T_128G_DIE --num-devices 8 --input-length 1024 "
+                  "--output-length 256 --tp-sizes 4 8 --tpot-limit 50 --batch-range 1 64 -j 2",
     "bench": "profstore bench --root ../shared/perfdb --json bench.json",
     "gaps": "profstore gaps ../shared/workloads/qwen3_32b_decode.json --db perf.db "
             "--version v0.18 --budget 4 -o plan.csv",

@@ -95,7 +95,8 @@ class ProfstoreDataSource:
     INTERPOLATED) and ``None`` otherwise, leaving the reason code in
     ``last_miss_reason`` and the details in ``last_miss_details`` (both reset to None on
     a hit). ``last_result`` keeps the full ``QueryResult`` of the last lookup, whatever
-    it was, and ``last_shape_match_info`` its shape debug info. Not thread-safe: like
+    it was, ``last_leaf`` the descriptor it asked (None when the op did not convert), and
+    ``last_shape_match_info`` its shape debug info. Not thread-safe: like
     TensorCast's own sources, the ``last_*`` attributes describe the most recent call.
     """
 
@@ -119,6 +120,7 @@ class ProfstoreDataSource:
         self.last_miss_reason: str | None = None
         self.last_miss_details: dict[str, Any] | None = None
         self.last_result: QueryResult | None = None
+        self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
         self._row_shapes = functools.lru_cache(maxsize=8192)(self._read_row_shapes)
         profile = self.store.profile(version)
@@ -163,7 +165,7 @@ class ProfstoreDataSource:
         return [list(shape) for shape in shapes or ()]
 
     def _settle(self, result: QueryResult, leaf: LeafOp | None) -> TensorCastResult | None:
-        self.last_result = result
+        self.last_result, self.last_leaf = result, leaf
         if result.hit and result.source is not QuerySource.PARTIAL:
             self.last_miss_reason = self.last_miss_details = None
             result = replace(result, details=with_upstream_aliases(result.details))

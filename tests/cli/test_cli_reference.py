@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from profstore.cli.main import build_parser
+from profstore.cli.main import build_parser, split_passthrough
 from profstore.cli.reference import EXAMPLES, render_markdown, verbs
 
 from tests.conftest import REPO
@@ -28,7 +28,7 @@ def test_every_example_is_a_valid_command_line_of_its_verb():
     for path, example in EXAMPLES.items():
         words = shlex.split(example.split(" > ")[0])
         assert words[0] == "profstore" and " ".join(words[1:1 + len(path.split())]) == path
-        parsed = parser.parse_args(words[1:])
+        parsed = parser.parse_args(split_passthrough(words[1:])[0])
         assert parsed.handler is known[path].get_default("handler"), path
 
 

@@ -1,0 +1,92 @@
+"""``profstore tensorcast``: TensorCast's own commands on profstore (profstore.tensorcast)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from profstore.cli.common import CliError, check_database, db_url
+
+
+def tensorcast(args: argparse.Namespace) -> int:
+    from profstore.tensorcast.commands import CommandRequest, run
+    from profstore.tensorcast.settings import Settings
+    from profstore.tensorcast.summary import render
+    from profstore.tensorcast.upstream import UpstreamError
+
+    if args.upstream_args is None:
+        raise CliError("tensorcast: put TensorCast's own arguments after --, e.g. "
+                       "profstore tensorcast text-generate --db perf.db -- MODEL_DIR ...")
+    url = db_url(args)
+    check_database(url)
+    settings = Settings(url, _version(url, args.version), _json_option(args.context, "--context"),
+                        _policy(args.format_policy), compare_dir=_compare_dir(args, url))
+    request = CommandRequest(args.tensorcast_command, settings, tuple(args.upstream_args),
+                             args.tensorcast_root, args.stats_json, args.fallbacks,
+                             args.compare_table if args.compare else None)
+    try:
+        result = run(request)
+    except (UpstreamError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    print(render(result.summary, result.timing), file=sys.stderr)
+    if result.compared is not None:
+        print(result.compared.line(args.compare_table), file=sys.stderr)
+    errors = result.summary.errors()
+    if errors:
+        raise CliError(f"a TensorCast process could not use profstore: {errors[0]}")
+    return result.exit_code
+
+
+def _version(url: str, given: str | None) -> str:
+    from profstore.api import Store
+
+    with Store.open(url) as store:
+        known = store.versions()
+        if given is not None:
+            if store.profile(given) is None:
+                raise CliError(f"unknown version {given!r} (ingested: {', '.join(known)})")
+            return given
+    vllm = [v for v in known if not v.startswith("hccl")]
+    if len(vllm) != 1:
+        raise CliError(f"--version: the database holds {', '.join(known) or 'none'}; name one")
+    return vllm[0]
+
+
+def _json_option(text: str | None, option: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{option}: invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{option}: must be a JSON object, got {text!r}")
+    return value
+
+
+def _policy(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    if Path(text).is_file():
+        text = Path(text).read_text(encoding="utf-8")
+    return _json_option(text, "--format-policy")
+
+
+def _compare_dir(args: argparse.Namespace, url: str) -> str | None:
+    if not args.compare:
+        if args.compare_with:
+            raise CliError("--compare-with goes with --compare")
+        return None
+    if args.compare_with:
+        directory = Path(args.compare_with)
+    else:
+        from profstore.cli.common import profile_row, read_engine
+
+        with read_engine(args) as engine, engine.connect() as conn:
+            directory = Path(profile_row(conn, args.version or _version(url, None)).source_path)
+    if not directory.is_dir():
+        raise CliError(f"--compare: no version directory at {directory} (--compare-with DIR)")
+    return str(directory)

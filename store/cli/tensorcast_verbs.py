@@ -1,0 +1,51 @@
+"""The ``tensorcast`` verb's parser: TensorCast's own commands run on profstore."""
+
+from __future__ import annotations
+
+import argparse
+
+from profstore.cli.common import db_options
+
+TENSORCAST = "profstore.cli.tensorcast_cmd"
+COMMANDS = ("text-generate", "throughput-optimizer")
+DESCRIPTION = """\
+Run TensorCast's own command, unchanged, with profstore as its profiling data source in the
+parent and in every worker it starts. Everything after -- goes to upstream's own parser
+(--performance-model profiling and its database are set here: name the database with --db).
+TensorCast is imported from --tensorcast-root, else $TENSORCAST_ROOT, else the Python path.
+At the end a summary (stderr): lookups in all processes, time in lookups and in setup,
+answers by source, misses by reason, and the ops that fell back to TensorCast's analytic
+model with the most simulated time.
+"""
+
+
+def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
+    from profstore.cli.verbs import Run
+
+    p = subparsers.add_parser(
+        "tensorcast", parents=[db_options()], description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="run TensorCast's text-generate or throughput-optimizer on profstore")
+    p.add_argument("tensorcast_command", choices=COMMANDS, metavar="COMMAND",
+                   help=f"upstream's command: {', '.join(COMMANDS)}")
+    p.add_argument("--version", metavar="V",
+                   help="version alias or directory (default: the database's only version)")
+    p.add_argument("--tensorcast-root", metavar="DIR",
+                   help="the folder holding TensorCast's tensor_cast/ and cli/")
+    p.add_argument("--stats-json", metavar="FILE", help="write the run summary as JSON")
+    p.add_argument("--fallbacks", metavar="FILE",
+                   help="write the ops that fell back to the analytic model as a workload "
+                        "(JSON lines with calls) for `profstore gaps`")
+    p.add_argument("--context", metavar="JSON",
+                   help="LeafContext fields for every leaf, e.g. '{\"phase\": \"decode\"}'")
+    p.add_argument("--format-policy", metavar="JSON|FILE",
+                   help="formats for the tensors TensorCast leaves unstated (see `lookup`)")
+    p.add_argument("--compare", action="store_true",
+                   help="also ask upstream's own data source on the version's CSV directory "
+                        "for every op (the simulation uses profstore's answer) and write "
+                        "the per-op table")
+    p.add_argument("--compare-with", metavar="DIR",
+                   help="the version directory upstream reads (default: the ingested one)")
+    p.add_argument("--compare-table", metavar="FILE", default="tensorcast-compare.csv",
+                   help="where --compare writes its per-op table (default: %(default)s)")
+    p.set_defaults(handler=Run(TENSORCAST, "tensorcast"), upstream_args=None)

@@ -1,0 +1,151 @@
+"""``profstore tensorcast COMMAND ... -- UPSTREAM_ARGS``: TensorCast's own command, run
+unchanged, with profstore as its profiling data source in every process.
+
+The upstream arguments go to upstream's own parser (``--performance-model profiling`` and
+the profiling-database option are added here: naming either is an error that points at
+``--db``); then upstream's ``main()`` runs with ``worker`` as the main module, so that every
+worker it spawns installs profstore too. Each process writes its statistics to a temporary
+folder; the summary is printed (stderr) and written as asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from time import perf_counter
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from profstore.tensorcast import install as installer
+from profstore.tensorcast import summary as report
+from profstore.tensorcast.run_stats import RunSummary
+from profstore.tensorcast.settings import Settings
+from profstore.tensorcast.stores import close_shared
+from profstore.tensorcast.upstream import UpstreamError, command_module
+
+if TYPE_CHECKING:
+    from profstore.tensorcast.compare import CompareCounts
+
+RESERVED = ("--performance-model", "--profiling-database-path", "--profiling-database")
+"""Upstream options this command sets itself."""
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """One ``profstore tensorcast`` invocation."""
+
+    command: str
+    settings: Settings
+    upstream_args: tuple[str, ...]
+    tensorcast_root: str | None = None
+    stats_json: str | None = None
+    fallbacks: str | None = None
+    compare_table: str | None = None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int
+    summary: RunSummary
+    timing: report.Timing
+    compared: CompareCounts | None = None
+
+
+def check_arguments(args: Sequence[str]) -> None:
+    """Refuse the options this command sets (and argparse abbreviations of them)."""
+    for word in args:
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and len(name) > 6 and any(r.startswith(name) for r in RESERVED):
+            raise UpstreamError(f"{name}: profstore tensorcast sets the profiling model and its "
+                                "database itself; name the database with --db")
+
+
+def run(request: CommandRequest) -> CommandResult:
+    """Run the command; ``UpstreamError`` / ``ValueError`` before anything ran."""
+    check_arguments(request.upstream_args)
+    module = command_module(request.command, request.tensorcast_root)
+    argv = [request.command, *request.upstream_args, "--performance-model", "profiling",
+            "--profiling-database-path", request.settings.db]
+    _parse_like_upstream(module, argv)
+    with tempfile.TemporaryDirectory(prefix="profstore-tensorcast-") as run_dir:
+        settings = replace(request.settings, run_dir=run_dir)
+        installer.install(settings.db, settings.version, context=settings.context,
+                          format_policy=settings.format_policy, run_dir=run_dir,
+                          compare_dir=settings.compare_dir)
+        settings.to_environment()
+        start = perf_counter()
+        try:
+            code = _run_main(module, argv)
+        except Exception:
+            errors = installer.recorder().stats.errors
+            if errors:  # the store failed TensorCast: one line, not upstream's traceback
+                raise UpstreamError(f"profstore could not serve TensorCast: {errors[0]}") from None
+            raise
+        finally:
+            installer.uninstall()
+            installer.recorder().close()
+            close_shared()
+        timing = report.Timing(perf_counter() - start)
+        summary = RunSummary.collect(run_dir)
+        compared = None
+        if settings.compare_dir is not None and request.compare_table:
+            from profstore.tensorcast.compare import write_table
+
+            compared = write_table(Path(run_dir), request.compare_table)
+    _write_outputs(request, summary, timing)
+    return CommandResult(code, summary, timing, compared)
+
+
+def _parse_like_upstream(module: ModuleType, argv: list[str]) -> None:
+    """Upstream's parser on the arguments, its error as one ``UpstreamError`` line."""
+    captured = io.StringIO()
+    try:
+        with _argv(argv), contextlib.redirect_stderr(captured):
+            module.arg_parse()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            lines = [line for line in captured.getvalue().splitlines() if line.strip()]
+            raise UpstreamError("TensorCast refused its arguments: "
+                                + (lines[-1] if lines else f"exit {exc.code}")) from None
+        raise
+
+
+def _run_main(module: ModuleType, argv: list[str]) -> int:
+    worker = importlib.import_module("profstore.tensorcast.worker")
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = worker
+    try:
+        with _argv(argv):
+            code = module.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.modules["__main__"] = main
+    return int(code or 0)
+
+
+@contextlib.contextmanager
+def _argv(argv: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _write_outputs(request: CommandRequest, summary: RunSummary,
+                   timing: report.Timing) -> None:
+    if request.stats_json:
+        data = report.to_json(summary, timing)
+        Path(request.stats_json).write_text(json.dumps(data, indent=2) + "\n",
+                                            encoding="utf-8")
+    if request.fallbacks:
+        report.write_workload(summary, request.fallbacks)

@@ -1,0 +1,74 @@
+"""The data source a TensorCast run asks: ``ProfstoreDataSource`` with its time and
+answers counted (``run_stats``), and the miss it last gave kept for the fallback count."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from profstore.leaf import LeafOp
+from profstore.tensorcast.data_source import ProfstoreDataSource
+from profstore.tensorcast.result import TensorCastResult
+from profstore.tensorcast.run_stats import Fallback, ProcessStats
+
+
+@dataclass(frozen=True)
+class Miss:
+    """The last lookup's miss: its leaf (None when the op did not convert) and reasons."""
+
+    leaf: LeafOp | None
+    op: str
+    reason: str
+    label: str
+
+
+class MeteredDataSource:
+    """Answers like ``inner``; counts into ``stats``."""
+
+    def __init__(self, inner: ProfstoreDataSource, stats: ProcessStats) -> None:
+        self.inner = inner
+        self.stats = stats
+        self.last_miss: Miss | None = None
+
+    @property
+    def last_miss_reason(self) -> str | None:
+        return self.inner.last_miss_reason
+
+    @property
+    def last_miss_details(self) -> dict[str, Any] | None:
+        return self.inner.last_miss_details
+
+    def lookup(self, op_invoke_info: Any) -> TensorCastResult | None:
+        start = perf_counter()
+        answer = self.inner.lookup(op_invoke_info)
+        seconds = perf_counter() - start
+        if answer is not None:
+            self.stats.answered(answer.source.value, seconds)
+            self.last_miss = None
+            return answer
+        result = self.inner.last_result
+        reason = result.reason.value if result is not None and result.reason else "unknown"
+        label = self.inner.last_miss_reason or reason
+        self.stats.missed(reason, label, seconds)
+        op = str(getattr(op_invoke_info, "func", "?")).removeprefix("torch.ops.")
+        self.last_miss = Miss(self.inner.last_leaf, op, reason, label)
+        return None
+
+    def fallback(self, analytic_us: float) -> Fallback | None:
+        """The ``Fallback`` of the miss just priced by the analytic model (None after a
+        hit, or for an op that never became a leaf)."""
+        miss, self.last_miss = self.last_miss, None
+        if miss is None or miss.leaf is None:
+            return None
+        leaf = miss.leaf.to_json()
+        key = json.dumps(leaf, sort_keys=True)
+        found = self.stats.fallbacks.get(key)
+        if found is None:
+            found = self.stats.fallbacks[key] = Fallback(miss.op, leaf, miss.reason, miss.label,
+                                                         analytic_us)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
