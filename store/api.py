@@ -32,6 +32,12 @@ default ``cache_size`` of 65536 answers can so reach about 330 MB; ``cache_bytes
 the answer cache by memory instead."""
 
 
+ROW_SHAPES_CACHED = 256
+"""CSV files whose rows' input shapes a store keeps, all rows of a file read at once
+(TensorCast reports the matched row's shapes with every answer: one query a row cost more
+than the lookup, and a throughput search builds a data source per configuration)."""
+
+
 class Caches(NamedTuple):
     """The query objects of one generation (store/snapshot.py)."""
 
@@ -74,6 +80,7 @@ class Store:
         self._lock = threading.Lock()
         self._mappings: dict[str, Profile | None] = {}
         self._mappings_of: Fingerprint | None = None
+        self._row_shapes = LRU(ROW_SHAPES_CACHED)
 
     def _new_caches(self) -> Caches:
         from profstore.candidates import CandidateQueries
@@ -227,13 +234,19 @@ class Store:
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:
         """The input shapes of the stored row at ``file_name`` line ``line_no`` of a version
         (the CSV's own spelling); None for an unknown version or row."""
-        from profstore.provenance import row_input_shapes
+        from profstore.provenance import file_input_shapes, input_shapes_of
 
         profile = self.profile(version)
         if profile is None:
             return None
-        with self._snapshots.connect() as conn:
-            return row_input_shapes(conn, profile.id, file_name, line_no)
+        key = (profile.id, file_name)  # a re-ingest gives the version a new id
+        rows = self._row_shapes.get(key)
+        if rows is None:
+            with self._snapshots.connect() as conn:
+                rows = file_input_shapes(conn, profile.id, file_name)
+            self._row_shapes.put(key, rows)
+        text = rows.get(line_no)
+        return None if text is None else input_shapes_of(text)
 
     def versions(self) -> list[str]:
         from profstore import schema as t

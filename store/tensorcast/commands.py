@@ -23,7 +23,7 @@ from time import perf_counter
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from profstore.tensorcast import install as installer
+from profstore.tensorcast import installation as installer
 from profstore.tensorcast import summary as report
 from profstore.tensorcast.run_stats import RunSummary
 from profstore.tensorcast.settings import Settings

@@ -98,6 +98,9 @@ class ProfstoreDataSource:
     it was, ``last_leaf`` the descriptor it asked (None when the op did not convert), and
     ``last_shape_match_info`` its shape debug info. Not thread-safe: like
     TensorCast's own sources, the ``last_*`` attributes describe the most recent call.
+    ``details="compact"`` hands TensorCast only the detail keys its consumers read
+    (``TensorCastResult.COMPACT_KEYS``; ``all_details`` keeps the rest), as the
+    ``profstore tensorcast`` commands do.
     """
 
     def __init__(self, db: str | os.PathLike[str] | Store, version: str, *,
@@ -105,7 +108,11 @@ class ProfstoreDataSource:
                  interpolation: bool = True,
                  mapping_overlay: str | os.PathLike[str] | VersionMapping | None = None,
                  format_of: FormatOf | None = None, context: ContextArg = None,
-                 format_policy: FormatPolicy | Mapping[str, Any] | None = None) -> None:
+                 format_policy: FormatPolicy | Mapping[str, Any] | None = None,
+                 details: str = "full") -> None:
+        if details not in ("full", "compact"):
+            raise ValueError(f"details: 'full' or 'compact', got {details!r}")
+        self.compact = details == "compact"
         base = LeafContext(ep_size=ep_size, tp_size=tp_size)
         self._context_of = context if callable(context) else None
         if not callable(context):
@@ -169,7 +176,7 @@ class ProfstoreDataSource:
         if result.hit and result.source is not QuerySource.PARTIAL:
             self.last_miss_reason = self.last_miss_details = None
             result = replace(result, details=with_upstream_aliases(result.details))
-            answer = TensorCastResult.of(result, leaf, self._row_shapes)
+            answer = TensorCastResult.of(result, leaf, self._row_shapes, self.compact)
             self.last_shape_match_info = answer.shape_match_info
             return answer
         details = with_upstream_aliases(result.details)

@@ -50,17 +50,32 @@ class SubKernelShapeInfo:
     shape_match_rule: str
 
 
+COMPACT_KEYS = ("kernel_type", "method", "zero_cost", "accepted_miss", "missed_kernels")
+"""What TensorCast's consumers read of ``details`` (above), and the method that names the
+answer: all a compact answer hands over."""
+
+
 @dataclass(frozen=True)
 class TensorCastResult(QueryResult):
-    """A ``QueryResult`` with the shape debug fields TensorCast's model reads."""
+    """A ``QueryResult`` with the shape debug fields TensorCast's model reads.
+
+    A compact result's ``details`` hold only ``COMPACT_KEYS``: TensorCast merges them into
+    every op's statistics, and its bound classifier then walks every key of them for every
+    call of the op (docs/adr/0004). ``all_details`` is the whole record either way."""
 
     shape_match_info: ShapeMatchInfo | None = None
     sub_kernel_shapes: list[SubKernelShapeInfo] | None = None
+    full_details: dict[str, Any] | None = None
+
+    @property
+    def all_details(self) -> dict[str, Any]:
+        return self.details if self.full_details is None else self.full_details
 
     @classmethod
     def of(cls, result: QueryResult, leaf: LeafOp | None = None,
-           row_shapes: RowShapes | None = None) -> TensorCastResult:
-        """``result`` with its shape debug info (kernel shapes need ``row_shapes``)."""
+           row_shapes: RowShapes | None = None, compact: bool = False) -> TensorCastResult:
+        """``result`` with its shape debug info (kernel shapes need ``row_shapes``); with
+        ``compact``, its details cut to ``COMPACT_KEYS`` (the rest in ``full_details``)."""
         shapes_of = row_shapes or _no_shapes
         simulation = simulation_shapes(leaf) if leaf is not None else []
         details = result.details
@@ -71,8 +86,12 @@ class TensorCastResult(QueryResult):
             kernel = [] if details.get("selector") == "communication" else _row_shapes(
                 details.get("matched_rows", ()), shapes_of)
             info = ShapeMatchInfo(simulation, kernel, str(details.get("method") or "unknown"))
+        if not compact:
+            return cls(result.latency_us, result.source, result.confidence, result.reason,
+                       details, info, subs)
+        handed = {key: details[key] for key in COMPACT_KEYS if key in details}
         return cls(result.latency_us, result.source, result.confidence, result.reason,
-                   result.details, info, subs)
+                   handed, info, subs, details)
 
     def shape_debug_statistics(self) -> dict[str, Any]:
         """What TensorCast merges into the op's statistics (upstream's keys and spelling)."""

@@ -12,6 +12,6 @@ from profstore.tensorcast.settings import Settings
 
 _settings = Settings.from_environment()
 if _settings is not None:
-    from profstore.tensorcast.install import install_settings
+    from profstore.tensorcast.installation import install_settings
 
     install_settings(_settings)

@@ -122,7 +122,8 @@ def _data_source(settings: Settings, user_input: Any) -> ProfstoreDataSource:
         shared_store(settings.db), settings.version,
         ep_size=parallel.expert_parallel_size, tp_size=parallel.tensor_parallel_size,
         interpolation=not getattr(user_input, "disable_profiling_interpolation", False),
-        context=settings.context or None, format_policy=settings.format_policy)
+        context=settings.context or None, format_policy=settings.format_policy,
+        details="compact")
 
 
 @functools.cache

@@ -1,0 +1,221 @@
+"""``profstore tensorcast``: TensorCast's own commands, unchanged, on profstore.
+
+Everything runs for real in subprocesses: the ``profstore`` CLI, upstream's parser and
+main, its throughput search's worker processes. The expected figures come from the
+library path (tests/tensorcast/test_simulator.py builds the same decode step with a
+``ProfstoreDataSource`` handed to upstream's runner) and from upstream's own command on the
+version's CSV directory, run here beside ours.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tensorcast.simulation import DEVICE, TENSOR_CAST, V18_DIR, require_tensor_cast
+
+pytestmark = pytest.mark.requires_perfdb
+
+QWEN = ["--num-queries", "16", "--query-length", "1", "--context-length", "4096", "--decode",
+        "--device", DEVICE, "--tp-size", "8", "--num-devices", "8"]
+SEARCH = ["--device", DEVICE, "--num-devices", "8", "--input-length", "1024",
+          "--output-length", "256", "--tp-sizes", "4", "8", "--tpot-limit", "50",
+          "--batch-range", "1", "16", "-j", "2"]
+TOP_ROW = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
+                     r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    require_tensor_cast()
+    root = tmp_path_factory.mktemp("models")
+    target = root / "qwen3_dense_32b"
+    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / "qwen3_dense_32b",
+                    target)
+    for path in (root, target):
+        path.chmod(0o755)  # TensorCast refuses group- or world-writable config folders
+    return target
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TENSORCAST_ROOT": str(TENSOR_CAST)}
+
+
+def profstore(*words: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "profstore", *words], capture_output=True,
+                          text=True, env=environment(), cwd=cwd, timeout=900)
+
+
+def upstream(module: str, *words: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *words], capture_output=True,
+                          text=True, env={**environment(), "PYTHONPATH": str(TENSOR_CAST)},
+                          cwd=TENSOR_CAST, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def text_generate(perfdb_path, model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("text_generate")
+    run = profstore("tensorcast", "text-generate", "--db", perfdb_path, "--version", "v0.18",
+                    "--stats-json", str(out / "stats.json"), "--fallbacks",
+                    str(out / "fallbacks.jsonl"), "--", str(model_dir), *QWEN)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run, json.loads((out / "stats.json").read_text()), out / "fallbacks.jsonl"
+
+
+def test_text_generate_simulates_the_step_the_library_path_does(text_generate):
+    run, stats, _ = text_generate
+    # the decode step of test_simulator.py's qwen3_32b_tp8 scenario, same data source
+    assert "[empirical] Execution time: 0.019413 s" in run.stdout
+    assert stats["lookups"] == 85
+    assert stats["answers"] == {"INTERPOLATED": 5, "MEASURED": 39}
+    assert {r: m["count"] for r, m in stats["misses"].items()} == {
+        "regime_mismatch": 21, "unmapped": 18, "outside_range": 1, "outside_convex_hull": 1}
+    assert stats["processes_that_looked_up"] == 1 and stats["errors"] == []
+
+
+def test_the_summary_names_the_fallbacks_by_simulated_time(text_generate):
+    run, stats, fallbacks = text_generate
+    assert "profstore: 85 lookups" in run.stderr
+    items = stats["fallbacks"]
+    assert [f["time_us"] for f in items] == sorted((f["time_us"] for f in items), reverse=True)
+    for item in items:
+        assert item["time_us"] == pytest.approx(item["analytic_us"] * item["calls"])
+    # 41 lookups missed; the attention op runs once per layer (64 layers)
+    top = items[0]
+    assert (top["op"], top["reason"], top["calls"]) == (
+        "tensor_cast.attention.default", "outside_convex_hull", 64)
+    lines = [json.loads(line) for line in fallbacks.read_text().splitlines()]
+    assert len(lines) <= 41 and lines[0]["calls"] == 64
+    assert lines[0]["op"] == "tensor_cast.attention.default"
+
+
+@pytest.mark.sqlite_only
+def test_the_fallbacks_file_is_a_workload_gaps_reads(text_generate, perfdb_path, tmp_path):
+    _, _, fallbacks = text_generate
+    run = profstore("gaps", str(fallbacks), "--db", perfdb_path, "--version", "v0.18",
+                    "--json")
+    assert run.returncode == 0, run.stderr
+    before = json.loads(run.stdout)["before"]
+    assert before["total_calls"] == sum(
+        json.loads(line)["calls"] for line in fallbacks.read_text().splitlines())
+    assert before["calls"] == 0.0  # every shape of the file is one profstore missed
+
+
+def best(stdout: str) -> tuple[float, str, int]:
+    found = TOP_ROW.search(stdout)
+    assert found, stdout[-2000:]
+    return float(found.group(1)), found.group(2), int(found.group(3))
+
+
+@pytest.fixture(scope="module")
+def searches(perfdb_path, model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("search")
+    ours = profstore("tensorcast", "throughput-optimizer", "--db", perfdb_path, "--version",
+                     "v0.18", "--stats-json", str(out / "stats.json"), "--compare",
+                     "--compare-table", str(out / "compare.csv"), "--", str(model_dir),
+                     *SEARCH)
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    theirs = upstream("cli.inference.throughput_optimizer", str(model_dir), *SEARCH,
+                      "--performance-model", "profiling", "--profiling-database-path",
+                      str(V18_DIR))
+    assert theirs.returncode == 0, theirs.stderr[-3000:]
+    return ours, theirs, json.loads((out / "stats.json").read_text()), out / "compare.csv"
+
+
+def test_the_search_picks_upstreams_best_configuration(searches):
+    ours, theirs, _, _ = searches
+    (our_tps, our_config, _), (their_tps, their_config, _) = best(ours.stdout), best(theirs.stdout)
+    assert our_config == their_config
+    assert our_tps == pytest.approx(their_tps, rel=0.10)
+
+
+def test_every_worker_looked_up_through_profstore(searches):
+    _, _, stats, _ = searches
+    assert stats["processes_that_looked_up"] == 2  # -j 2
+    assert stats["errors"] == []
+    assert stats["lookups"] == sum(stats["answers"].values()) + sum(
+        m["count"] for m in stats["misses"].values())
+    assert stats["calls"] > stats["lookups"] > 0
+    assert stats["data_sources"] >= 2
+
+
+def test_compare_explains_every_difference(searches):
+    ours, _, stats, table = searches
+    with open(table, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and "unexplained" not in {r["rule"] for r in rows}
+    assert sum(int(r["calls"]) for r in rows) == stats["lookups"]
+    differ = [r for r in rows if r["rule"] != "same"]
+    assert differ, "the two sources never differ: the comparison compares nothing"
+    counts = re.search(r"compare: (\d+) distinct op answers \((\d+) lookups\), (\d+) agree",
+                       ours.stderr)
+    assert counts and (int(counts.group(1)), int(counts.group(3))) == (
+        len(rows), len(rows) - len(differ))
+
+
+# --- bad input: one line, non-zero, nothing written ---------------------------------------
+
+@pytest.mark.parametrize(("words", "message"), [
+    (["tensorcast", "text-generate", "--version", "v0.18", "MODEL"],
+     "put TensorCast's own arguments after --"),
+    (["tensorcast", "text-generate", "--version", "v9.9", "--", "MODEL"],
+     "unknown version 'v9.9'"),
+    (["tensorcast", "text-generate", "--version", "v0.18", "--", "MODEL",
+      "--profiling-database-path", "x"], "--profiling-database-path: profstore tensorcast sets"),
+    (["tensorcast", "text-generate", "--version", "v0.18", "--", "MODEL",
+      "--performance-model=analytic"], "--performance-model: profstore tensorcast sets"),
+    (["tensorcast", "text-generate", "--version", "v0.18", "--tensorcast-root", "/nonexistent",
+      "--", "MODEL"], "--tensorcast-root /nonexistent: no tensor_cast/ folder there"),
+    (["tensorcast", "throughput-optimizer", "--version", "v0.18", "--", "MODEL",
+      "--tp-sizes", "four"], "TensorCast refused its arguments:"),
+    (["tensorcast", "text-generate", "--context", "{\"phase\": \"lunch\"}", "--version",
+      "v0.18", "--", "MODEL"], "phase"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(perfdb_path, tmp_path, words, message):
+    require_tensor_cast()
+    stats = tmp_path / "stats.json"
+    run = profstore(*words[:2], "--db", perfdb_path, "--stats-json", str(stats), *words[2:],
+                    cwd=tmp_path)
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profstore: error: ") and message in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_command_is_refused_by_the_parser(perfdb_path):
+    run = profstore("tensorcast", "image-generate", "--db", perfdb_path, "--", "MODEL")
+    assert run.returncode == 2 and "invalid choice: 'image-generate'" in run.stderr
+
+
+@pytest.mark.sqlite_only
+def test_a_database_without_the_version_lists_what_it_holds(tmp_path):
+    from profstore.db import make_engine, upgrade
+
+    empty = tmp_path / "empty.db"
+    engine = make_engine(empty)
+    upgrade(engine)
+    engine.dispose()
+    run = profstore("tensorcast", "text-generate", "--db", str(empty), "--", "MODEL")
+    assert run.returncode == 1
+    assert run.stderr.strip() == ("profstore: error: --version: the database holds none; "
+                                  "name one")
+
+
+def test_an_upstream_that_is_not_importable_is_one_line(perfdb_path, tmp_path):
+    fake = tmp_path / "tc"
+    (fake / "tensor_cast").mkdir(parents=True)  # a folder, but nothing to import
+    (fake / "tensor_cast" / "__init__.py").write_text("raise ImportError('broken install')\n")
+    run = profstore("tensorcast", "text-generate", "--db", perfdb_path, "--version", "v0.18",
+                    "--tensorcast-root", str(fake), "--", "MODEL")
+    assert run.returncode == 1
+    assert run.stderr.strip() == (f"profstore: error: TensorCast is not importable in {fake}: "
+                                  "ImportError: broken install")
+
