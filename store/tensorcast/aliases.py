@@ -14,7 +14,12 @@ keyed on its names (reports, its own regression suites) finds the same facts und
 - ``axis_boundary``: for a 1-D interpolation, ``{axis: {"lower": .., "upper": ..}}`` from
   ``boundary`` and the interpolated axis;
 - ``dtype_scaled``: whether the latency was scaled by a dtype byte ratio (profstore does
-  that only in the Phase 1 base elementwise lookup, ``base_elementwise_byte_ratio``).
+  that only in the Phase 1 base elementwise lookup, ``base_elementwise_byte_ratio``);
+- ``candidate_count``: for an elementwise miss where no kernel tried has a point in the
+  target regime (every attempt ``regime_mismatch``), 0: upstream's
+  ``_interpolate_elementwise_kernel`` counts the points of the candidate groups matching the
+  target regime. Other paths count other things under that name (moe_fused: every valid
+  row of the kernel), so it is added for this one only.
 
 An alias never replaces a key profstore already sets. Keys whose upstream meaning differs
 from profstore's under the same name (``axes``: upstream a list of names, profstore
@@ -70,4 +75,13 @@ def with_upstream_aliases(details: Mapping[str, Any]) -> dict[str, Any]:
         out.setdefault("axis_boundary", axis_boundary)
     if "method" in details:
         out.setdefault("dtype_scaled", details["method"] == BYTE_RATIO_METHOD)
+    if details.get("selector") == "elementwise" and _regime_unmatched(details):
+        out.setdefault("candidate_count", 0)
     return out
+
+
+def _regime_unmatched(details: Mapping[str, Any]) -> bool:
+    """Every kernel the path tried found no point in the target regime."""
+    tried = details.get("attempted_kernels") or ()
+    return bool(tried) and all(isinstance(a, Mapping) and a.get("reason") == "regime_mismatch"
+                               for a in tried)
