@@ -131,6 +131,19 @@ INTERPOLATION_MATMUL_KERNELS: Final[frozenset[str]] = frozenset({
 """The kernels upstream interpolates on its multidim path (``_INTERPOLATION_MATMUL_KERNELS``
 in interpolating_data_source.py, built on profiling_data_source.py's ``_MATMUL_KERNELS``)."""
 
+ATTEMPT_STATUS: Final[Mapping[str, Mapping[Reason, str]]] = MappingProxyType({
+    # _interpolate_moe_fused: a target regime no candidate group shares
+    "moe_fused": MappingProxyType({Reason.REGIME_MISMATCH: "regime_key_unmatched"}),
+    # _interpolate_scatter_nd_update: one record per kernel type tried
+    "scatter_nd_update_mla": MappingProxyType({
+        Reason.CSV_NOT_FOUND: "csv_not_found",
+        Reason.TARGET_UNAVAILABLE: "scatter_target_unextractable",
+        Reason.REGIME_MISMATCH: "regime_key_unmatched"}),
+})
+"""The ``status`` of one entry of upstream's ``details["attempts"]`` on the paths that keep
+such records before any candidate is interpolated (a candidate failure's record holds
+upstream's own diagnostics, which profstore does not have: no entry)."""
+
 PATH_REASONS: Final[frozenset[Reason]] = frozenset(
     {Reason.CSV_NOT_FOUND, Reason.REGIME_MISMATCH, Reason.TARGET_UNAVAILABLE,
      *CANDIDATE_STATUS})
