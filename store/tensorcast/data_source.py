@@ -103,7 +103,8 @@ class ProfstoreDataSource:
     where it has one (``wrapper_unmapped``, ``regime_key_unmatched``,
     ``insufficient_filtered_candidates``, ..., chosen by the path the miss details name;
     table in ``profstore.tensorcast.miss_codes``), so TensorCast's reports label profstore's
-    misses as they label their own; profstore's code stays in ``last_result.reason``. The
+    misses as they label their own; profstore's code stays in ``last_result.reason`` and
+    in ``last_miss_details["profstore_reason"]``. The
     default ``"profstore"`` reports profstore's code. Anything else is a ``ValueError``.
     """
 
@@ -184,8 +185,10 @@ class ProfstoreDataSource:
         if result.source is QuerySource.PARTIAL:
             details["partial_latency_us"] = result.latency_us
         reason = result.reason or Reason.NO_EXACT_MATCH
-        self.last_miss_reason = (reason.value if self.miss_codes == "profstore" else
-                                 upstream_miss_code(reason, result.details, self.interpolation))
+        self.last_miss_reason = reason.value
+        if self.miss_codes == "upstream":
+            self.last_miss_reason = upstream_miss_code(reason, result.details, self.interpolation)
+            details.setdefault("profstore_reason", reason.value)
         self.last_miss_details = details
         self.last_shape_match_info = ShapeMatchInfo(
             simulation_shapes(leaf) if leaf is not None else [], [], self.last_miss_reason)

@@ -134,6 +134,7 @@ def test_upstream_code_per_miss(store, case):
     source = ProfstoreDataSource(store, "v0.18", ep_size=16, tp_size=1, miss_codes="upstream")
     assert source.lookup(op) is None
     assert (source.last_result.reason.value, source.last_miss_reason) == (ours, theirs)
+    assert source.last_miss_details["profstore_reason"] == ours
     assert source.last_shape_match_info.shape_match_rule == theirs
 
 
@@ -143,6 +144,7 @@ def test_profstore_codes_by_default(store, case):
     source = ProfstoreDataSource(store, "v0.18", ep_size=16, tp_size=1)
     assert source.lookup(op) is None
     assert source.last_miss_reason == ours
+    assert "profstore_reason" not in source.last_miss_details
 
 
 # profiling_data_source.py, ProfilingDataSource.lookup and its CSV query: the exact-only
