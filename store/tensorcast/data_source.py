@@ -49,6 +49,7 @@ from profstore.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
 from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation
+from profstore.tensorcast.miss_codes import MissCodes, check_style, upstream_miss_code
 from profstore.tensorcast.result import (
     ShapeList,
     ShapeMatchInfo,
@@ -101,6 +102,14 @@ class ProfstoreDataSource:
     ``details="compact"`` hands TensorCast only the detail keys its consumers read
     (``TensorCastResult.COMPACT_KEYS``; ``all_details`` keeps the rest), as the
     ``profstore tensorcast`` commands do.
+
+    ``miss_codes="upstream"`` makes ``last_miss_reason`` TensorCast's own code for the miss
+    where it has one (``wrapper_unmapped``, ``regime_key_unmatched``,
+    ``insufficient_filtered_candidates``, ..., chosen by the path the miss details name;
+    table in ``profstore.tensorcast.miss_codes``), so TensorCast's reports label profstore's
+    misses as they label their own; profstore's code stays in ``last_result.reason`` and
+    in ``last_miss_details["profstore_reason"]``. The
+    default ``"profstore"`` reports profstore's code. Anything else is a ``ValueError``.
     """
 
     def __init__(self, db: str | os.PathLike[str] | Store, version: str, *,
@@ -109,10 +118,11 @@ class ProfstoreDataSource:
                  mapping_overlay: str | os.PathLike[str] | VersionMapping | None = None,
                  format_of: FormatOf | None = None, context: ContextArg = None,
                  format_policy: FormatPolicy | Mapping[str, Any] | None = None,
-                 details: str = "full") -> None:
+                 details: str = "full", miss_codes: MissCodes = "profstore") -> None:
         if details not in ("full", "compact"):
             raise ValueError(f"details: 'full' or 'compact', got {details!r}")
         self.compact = details == "compact"
+        self.miss_codes = check_style(miss_codes)
         base = LeafContext(ep_size=ep_size, tp_size=tp_size)
         self._context_of = context if callable(context) else None
         if not callable(context):
@@ -182,7 +192,11 @@ class ProfstoreDataSource:
         details = with_upstream_aliases(result.details)
         if result.source is QuerySource.PARTIAL:
             details["partial_latency_us"] = result.latency_us
-        self.last_miss_reason = (result.reason or Reason.NO_EXACT_MATCH).value
+        reason = result.reason or Reason.NO_EXACT_MATCH
+        self.last_miss_reason = reason.value
+        if self.miss_codes == "upstream":
+            self.last_miss_reason = upstream_miss_code(reason, result.details, self.interpolation)
+            details.setdefault("profstore_reason", reason.value)
         self.last_miss_details = details
         self.last_shape_match_info = ShapeMatchInfo(
             simulation_shapes(leaf) if leaf is not None else [], [], self.last_miss_reason)

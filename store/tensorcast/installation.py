@@ -123,7 +123,7 @@ def _data_source(settings: Settings, user_input: Any) -> ProfstoreDataSource:
         ep_size=parallel.expert_parallel_size, tp_size=parallel.tensor_parallel_size,
         interpolation=not getattr(user_input, "disable_profiling_interpolation", False),
         context=settings.context or None, format_policy=settings.format_policy,
-        details="compact")
+        details="compact", miss_codes="upstream")
 
 
 @functools.cache

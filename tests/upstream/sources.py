@@ -26,6 +26,9 @@ Constructor arguments, one by one:
 - ``InterpolatingDataSource(base)`` (upstream: a wrapper adding interpolation over
   ``base``) -> ``ProfstoreDataSource`` over the same store with ``interpolation=True``;
   ``.base`` keeps the exact-only source, as upstream's wrapper keeps its base.
+- Both report misses in TensorCast's own codes (``miss_codes="upstream"``, table in
+  ``store/tensorcast/miss_codes.py``): the suites assert upstream's codes, and profstore's
+  own stays in ``last_result.reason``.
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ def profiling_data_source(data_dir: str | Path, device_profile: Any = None,
     """``ProfilingDataSource(data_dir, device_profile, parallel_config)``: exact only."""
     store, alias, owned = STORES.open(Path(data_dir))
     source = ProfstoreDataSource(
-        store, alias, interpolation=False,
+        store, alias, interpolation=False, miss_codes="upstream",
         ep_size=getattr(parallel_config, "expert_parallel_size", None),
         tp_size=getattr(parallel_config, "tensor_parallel_size", None))
     source.data_dir = Path(data_dir)
@@ -154,6 +157,7 @@ def profiling_data_source(data_dir: str | Path, device_profile: Any = None,
 def interpolating_data_source(base: ProfstoreDataSource) -> ProfstoreDataSource:
     """``InterpolatingDataSource(base)``: the same store and context, with interpolation."""
     source = ProfstoreDataSource(base.store, base.version, interpolation=True,
-                                 ep_size=base.context.ep_size, tp_size=base.context.tp_size)
+                                 ep_size=base.context.ep_size, tp_size=base.context.tp_size,
+                                 miss_codes="upstream")
     source.base = base
     return STORES.track(source, owns_store=False)
