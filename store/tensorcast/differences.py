@@ -57,6 +57,8 @@ RULES = (
          and p.source == u.source == "INTERPOLATED"),
     Rule("regime-keeps-what-upstream-ignores", lambda p, u: not _hit(p) and _hit(u)
          and p.reason in ("regime_mismatch", "outside_convex_hull")),
+    Rule("formats-unstated-and-ambiguous", lambda p, u: not _hit(p) and _hit(u)
+         and p.reason == "format_ambiguous"),
     Rule("profstore-answers-upstream-misses", lambda p, u: _hit(p) and not _hit(u)),
 )
 

@@ -28,7 +28,7 @@ QWEN = ["--num-queries", "16", "--query-length", "1", "--context-length", "4096"
         "--device", DEVICE, "--tp-size", "8", "--num-devices", "8"]
 SEARCH = ["--device", DEVICE, "--num-devices", "8", "--input-length", "1024",
           "--output-length", "256", "--tp-sizes", "4", "8", "--tpot-limit", "50",
-          "--batch-range", "1", "16", "-j", "2"]
+          "--batch-range", "48", "64", "-j", "2"]
 TOP_ROW = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
                      r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
 
