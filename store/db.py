@@ -15,6 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from profstore.dburl import (  # noqa: F401 - re-exported: callers import them from here
+    InvalidDatabaseUrl,
+    normalize_url,
+    postgres_connect_args,
+    redact_url,
+)
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -45,28 +51,12 @@ class DriverNotInstalled(RuntimeError):
                          f"{module!r}{hint}")
 
 
-def normalize_url(url_or_path: str | Path) -> str:
-    """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file)."""
-    text = str(url_or_path)
-    if "://" in text:
-        return text
-    return f"sqlite:///{Path(text).expanduser().resolve()}"
-
-
 def sqlite_file(url: str) -> Path | None:
     """The file behind a SQLite URL; None for other dialects and in-memory databases."""
     if not is_sqlite(url):
         return None
     name = make_url(url).database or ""
     return Path(name) if name and name != ":memory:" else None
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password replaced, safe to print."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 def is_sqlite(url: str) -> bool:
@@ -79,19 +69,32 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     SQLite: WAL journal (readers never block the writer), foreign keys on, a busy
     timeout; ``read_only`` opens the file with ``mode=ro`` so a simulation worker can
     never write, or ``immutable=1`` on read-only storage (``sqlite_read_uri``).
-    PostgreSQL: ``read_only`` sets the session default to read-only.
+    PostgreSQL: ``read_only`` sets the session default to read-only; a connect timeout,
+    TCP keepalives and ``application_name`` unless the URL sets them (store/dburl.py); a
+    bounded pool (``POOL_SIZE``). A malformed URL raises ``InvalidDatabaseUrl``.
     """
     url = normalize_url(url_or_path)
     if is_sqlite(url):
         return _sqlite_engine(url, read_only)
+    parsed = make_url(url)
     try:
-        engine = create_engine(url)
+        engine = create_engine(parsed, connect_args=postgres_connect_args(parsed.query),
+                               pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
+                               pool_timeout=POOL_TIMEOUT_SECONDS)
     except ModuleNotFoundError as exc:
         raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
         _set_postgres_read_only(engine)
     return engine
 
+
+POOL_SIZE = 5
+POOL_OVERFLOW = 5
+POOL_TIMEOUT_SECONDS = 30
+"""PostgreSQL connections one engine (one Store) holds: 5 kept, 5 more under load, a
+thread past that waits up to 30 s for one. A lookup holds a connection only while it
+runs (store/snapshot.py), so many threads share few connections
+(docs/adr/0104-pool-sizing.md)."""
 
 SQLITE_PAGE_SIZE = 16384
 """Page size of a new SQLite file (an existing one keeps its own). A sample row is about a
@@ -235,6 +238,49 @@ def head_revision() -> str:
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return script.get_current_head() or ""
+
+
+class SchemaMismatch(RuntimeError):
+    """The database is not at this code's schema head; the message names both revisions and
+    the command to run."""
+
+
+_REVISION_FILE = re.compile(r"(\d{4})_\w+\.py")
+
+
+def known_revisions() -> list[str]:
+    """The revisions this code ships, oldest first, read from the migration file names
+    (``NNNN_title.py``, revision ``NNNN``): no Alembic import on the open path (a test
+    checks the last one is Alembic's head)."""
+    files = resources.files("profstore.migrations").joinpath("versions").iterdir()
+    return sorted(m.group(1) for f in files if (m := _REVISION_FILE.fullmatch(f.name)))
+
+
+def stored_revision(engine: Engine) -> str | None:
+    """The database's Alembic revision in one query (None: no profstore schema)."""
+    from sqlalchemy import inspect
+
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def require_head(engine: Engine, shown: str) -> None:
+    """Raise ``SchemaMismatch`` unless the database is at this code's head revision."""
+    known = known_revisions()
+    head, revision = known[-1], stored_revision(engine)
+    if revision == head:
+        return
+    if revision is None:
+        raise SchemaMismatch(f"{shown} has no profstore schema; run `profstore db upgrade` "
+                             f"first (this profstore needs revision {head})")
+    if revision in known:
+        raise SchemaMismatch(f"{shown} is at schema revision {revision}, this profstore needs "
+                             f"{head}; run `profstore db upgrade`")
+    raise SchemaMismatch(f"{shown} is at schema revision {revision}, which this profstore "
+                         f"(head {head}) does not know: a newer profstore wrote it; upgrade "
+                         "profstore to read it")
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -3,9 +3,10 @@
 A lookup issues several queries (is the kernel there, exact keys, a regime's points…).
 On separate pooled connections, an ingest that commits between two of them could make
 one answer from two versions of the data, or look up a profile id the ingest has just
-deleted. ``SnapshotEngine`` pins one connection per thread for the whole lookup, inside
-one read transaction, so every query of a lookup sees
-the same committed state.
+deleted. ``SnapshotEngine`` pins one connection to the thread for the whole lookup,
+inside one read transaction, so every query of a lookup sees the same committed state;
+the connection goes back to the pool when the lookup ends. A forked child never reuses
+the parent's connections (``_reset_after_fork``).
 
 The caches (answers, regime slices, kernel presence, profiles) belong to a
 ``Generation``: the ``profile_set`` state (every version's id and content hash) they were
@@ -19,6 +20,7 @@ notice a re-ingest even when every answer comes from the cache.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 import weakref
@@ -54,15 +56,32 @@ def _fingerprint(raw: Any) -> Fingerprint:
         cursor.close()
 
 
+class _State:
+    """What a lookup reuses from the previous lookup on the same DBAPI connection, kept in
+    the pool's record of it (``Connection.info``): SQLite's cursor (opening one per lookup
+    costs as much as BEGIN and the pragma) and the data version it last saw."""
+
+    __slots__ = ("raw", "cursor", "version", "fingerprint")
+
+    def __init__(self, raw: Any, sqlite: bool) -> None:
+        self.raw = raw
+        self.cursor = raw.cursor() if sqlite else None
+        self.version: int | None = None
+        self.fingerprint: Fingerprint | None = None
+
+
 class _Pinned:
-    """One thread's connection, kept from lookup to lookup (a pool checkout, BEGIN through
-    SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries).
+    """The connection of one lookup, checked out of the engine's pool on entry and returned
+    on exit: a thread between lookups (asleep, waiting on the simulator) holds none, so many
+    threads share the pool's few connections (store/db.py ``POOL_SIZE``).
 
     SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
     reads the file header, so it takes the snapshot) and tell whether any other connection
     committed since this one last looked; when none did, the fingerprint read then is still
-    the snapshot's. PostgreSQL: the connection stays at REPEATABLE READ; its first query
+    the snapshot's. PostgreSQL: the connection runs at REPEATABLE READ; its first query
     takes the snapshot."""
+
+    __slots__ = ("conn", "raw", "sqlite", "state", "pid", "__weakref__")
 
     def __init__(self, engine: Engine) -> None:
         conn = engine.connect()
@@ -73,23 +92,27 @@ class _Pinned:
         raw = conn.connection.dbapi_connection
         assert raw is not None, "a checked-out connection has its DBAPI connection"
         self.raw = raw
-        self._cursor = raw.cursor() if self.sqlite else None
-        """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
-        self._version: int | None = None
-        self._fingerprint: Fingerprint | None = None
+        info = conn.connection.info
+        state = info.get(_State)
+        if state is None or state.raw is not raw:
+            state = info[_State] = _State(raw, self.sqlite)
+        self.state: _State = state
+        self.pid = os.getpid()
 
     def begin(self) -> None:
-        if self._cursor is not None:
-            self._cursor.execute("BEGIN")
-            rows = self._cursor.execute("PRAGMA data_version").fetchall()  # read to the end
+        cursor = self.state.cursor
+        if cursor is not None:
+            cursor.execute("BEGIN")
+            rows = cursor.execute("PRAGMA data_version").fetchall()  # read to the end
             version = int(rows[0][0])
-            if version != self._version:
-                self._version, self._fingerprint = version, None
+            if version != self.state.version:
+                self.state.version, self.state.fingerprint = version, None
 
     def fingerprint(self) -> Fingerprint:
-        if self._fingerprint is None or not self.sqlite:
-            self._fingerprint = _fingerprint(self.raw)
-        return self._fingerprint
+        state = self.state
+        if state.fingerprint is None or not self.sqlite:
+            state.fingerprint = _fingerprint(self.raw)
+        return state.fingerprint
 
     def end(self) -> None:
         if self.conn.in_transaction():
@@ -97,15 +120,31 @@ class _Pinned:
         else:
             self.raw.rollback()
 
-    def close(self) -> None:
-        with suppress(Exception):  # a connection already broken has nothing to return
-            if self._cursor is not None:
-                self._cursor.close()
+    def release(self) -> None:
+        """Back to the pool (after ``end``)."""
+        self.conn.close()
+
+    def close(self, broken: bool = False) -> None:
+        """Give the connection up; ``broken``: the pool opens a new one in its place. In a
+        forked child nothing is sent on the parent's socket."""
+        if self.pid != os.getpid():
+            return
+        with suppress(Exception):
+            if broken:
+                self.conn.invalidate()
         with suppress(Exception):
             self.conn.close()
 
-    def __del__(self) -> None:  # the thread ended: its connection goes back to the pool
-        self.close()
+
+_EVERY_ENGINE: weakref.WeakSet[SnapshotEngine] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for engine in list(_EVERY_ENGINE):
+        engine._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class _Local(threading.local):
@@ -124,6 +163,7 @@ class SnapshotEngine:
         self._local = _Local()
         self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
         self._lock = threading.Lock()
+        _EVERY_ENGINE.add(self)
 
     @property
     def dialect(self) -> Dialect:
@@ -155,21 +195,38 @@ class SnapshotEngine:
         """The thread's read snapshot (nested calls share the outer one)."""
         return _Snapshot(self)
 
-    def _drop(self, pinned: _Pinned) -> None:
-        """Forget a connection that failed (the next snapshot opens a new one)."""
-        pinned.close()
+    def _drop(self, pinned: _Pinned, broken: bool = True) -> None:
+        """Give up a lookup's connection (``broken``: it failed; the pool replaces it)."""
+        pinned.close(broken)
+        self._local.active = False
         if self._local.pinned is pinned:
             self._local.pinned = None
         with self._lock:
             self._all.discard(pinned)
 
+    def forget(self) -> None:
+        """After a lost connection: the calling thread holds no connection any more."""
+        pinned = self._local.pinned
+        if pinned is not None:
+            self._drop(pinned)
+        self._local.active = False
+
     def close(self) -> None:
-        """Return every thread's pinned connection (before the engine is disposed)."""
+        """Return every connection a lookup still holds (before the engine is disposed)."""
         with self._lock:
             pinned, self._all = list(self._all), weakref.WeakSet()
         for p in pinned:
             p.close()
         self._local.pinned = None
+        self._local.active = False
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's connections without touching them (a
+        ROLLBACK or a close on the shared socket desynchronises the parent's session)."""
+        self._local = _Local()
+        self._all = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.engine.dispose(close=False)
 
 
 class _Snapshot:
@@ -191,10 +248,9 @@ class _Snapshot:
         pinned = local.pinned
         if local.active and pinned is not None:
             return pinned.conn
-        if pinned is None:
-            pinned = local.pinned = _Pinned(engine.engine)
-            with engine._lock:
-                engine._all.add(pinned)
+        pinned = local.pinned = _Pinned(engine.engine)
+        with engine._lock:
+            engine._all.add(pinned)
         try:
             pinned.begin()
         except Exception:
@@ -209,11 +265,17 @@ class _Snapshot:
         if pinned is None:
             return
         self._pinned = None
-        self._engine._local.active = False
+        engine = self._engine
+        engine._local.active = False
         try:
             pinned.end()
-        except Exception:  # a broken connection: the next snapshot opens a new one
-            self._engine._drop(pinned)
+        except Exception:  # a broken connection: the pool opens a new one
+            engine._drop(pinned)
+            return
+        engine._local.pinned = None
+        with engine._lock:
+            engine._all.discard(pinned)
+        pinned.release()
 
 
 @dataclass
