@@ -129,14 +129,16 @@ class Store:
         path = sqlite_file(url)
         if path is not None and not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
+        from profstore.reconnect import retrying
+
         engine = make_engine(url, read_only=read_only)
-        if not read_only:
-            upgrade(engine)
-        else:
-            _require_file(url)
-            probe(engine, redact_url(url))
-            with _closed_on_error(engine):
-                require_head(engine, redact_url(url))
+        with _closed_on_error(engine):
+            if not read_only:
+                retrying(engine, lambda: None, lambda: upgrade(engine))
+            else:
+                _require_file(url)
+                probe(engine, redact_url(url))
+                retrying(engine, lambda: None, lambda: require_head(engine, redact_url(url)))
         return cls(engine, cache_size=cache_size, cache_bytes=cache_bytes,
                    mapping_overlay=mapping_overlay, refresh_seconds=refresh_seconds)
 

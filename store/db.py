@@ -71,7 +71,9 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     never write, or ``immutable=1`` on read-only storage (``sqlite_read_uri``).
     PostgreSQL: ``read_only`` sets the session default to read-only; a connect timeout,
     TCP keepalives and ``application_name`` unless the URL sets them (store/dburl.py); a
-    bounded pool (``POOL_SIZE``). A malformed URL raises ``InvalidDatabaseUrl``.
+    bounded pool (``POOL_SIZE``), whose connections a writer pings before use (an ingest
+    outlives server idle timeouts; a reader retries instead, store/reconnect.py). A
+    malformed URL raises ``InvalidDatabaseUrl``.
     """
     url = normalize_url(url_or_path)
     if is_sqlite(url):
@@ -80,7 +82,8 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     try:
         engine = create_engine(parsed, connect_args=postgres_connect_args(parsed.query),
                                pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
-                               pool_timeout=POOL_TIMEOUT_SECONDS)
+                               pool_timeout=POOL_TIMEOUT_SECONDS,
+                               pool_pre_ping=not read_only)
     except ModuleNotFoundError as exc:
         raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
@@ -240,6 +243,9 @@ def head_revision() -> str:
     return script.get_current_head() or ""
 
 
+UPGRADE_LOCK_KEY = 0x70726F67  # "prog": not the ingest lock's key (ingest/lock.py)
+
+
 class SchemaMismatch(RuntimeError):
     """The database is not at this code's schema head; the message names both revisions and
     the command to run."""
@@ -291,14 +297,20 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine) -> str:
-    """Bring the database to the head revision (a no-op at head); returns the head."""
-    head = head_revision()
-    if current_revision(engine) == head:
+    """Bring the database to the head revision (a no-op at head); returns the head.
+
+    PostgreSQL: the upgrade's transaction first takes an advisory lock, so two processes
+    upgrading one fresh database run one after the other (the second finds it at head)
+    instead of both creating the same types and tables."""
+    head = known_revisions()[-1]
+    if stored_revision(engine) == head:
         return head
     from alembic import command
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({UPGRADE_LOCK_KEY})")
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
     return head

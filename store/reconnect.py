@@ -84,10 +84,10 @@ def retrying(engine: Engine, forget: Callable[[], None], call: Callable[[], T]) 
         raise unavailable(engine, exc, "again after reconnecting") from None
 
 
-def wait_for_server(engine: Engine, lost: BaseException,
-                    seconds: float = RECONNECT_SECONDS) -> None:
+def wait_for_server(engine: Engine, lost: BaseException, seconds: float | None = None) -> None:
     """Drop the pool's connections (they may all be dead) and try a new one, with an
     exponential backoff, until one answers or ``seconds`` pass (``DatabaseUnavailable``)."""
+    seconds = RECONNECT_SECONDS if seconds is None else seconds
     engine.dispose()
     deadline = time.monotonic() + seconds
     delay, last = FIRST_BACKOFF_SECONDS, lost
