@@ -26,9 +26,10 @@ minute instead of the kernel's two hours, so a lock holder or a waiting lookup f
 URL_BACKENDS = frozenset({"sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle",
                           "mssql"})
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(.*)", re.S)
-_PASSWORD = re.compile(r"(//[^:/@]*:)[^/]*@")
-"""The password of ``scheme://user:password@host``: everything up to the last ``@`` of the
-authority (an unencoded ``@`` in a password must not leave its tail printed)."""
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*:/*[^:/@]*:)[^/]*@")
+"""The password of ``scheme://user:password@host`` (also with one slash): everything up to
+the last ``@`` of the authority (an unencoded ``@`` in a password must not leave its tail
+printed)."""
 
 
 class InvalidDatabaseUrl(ValueError):
