@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore.db import make_engine
+from profstore.db import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -56,7 +56,8 @@ def database_on(server_url: str, data: Path, ingest: bool = True) -> str:
     if ingest:
         engine = make_engine(url)
         try:
-            ingest_path(engine, data, upgrade_schema=True, workers=0)
+            upgrade(engine)
+            ingest_path(engine, data, workers=0)
         finally:
             engine.dispose()
     return url
