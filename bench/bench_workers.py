@@ -52,16 +52,20 @@ def worker(url: str, leaves: list[dict], seconds: float, threads: int) -> dict:
     """One process: a Store, ``threads`` threads looking up for ``seconds``."""
     store = Store.open(url)
     counts = [0] * threads
+    errors: list[Exception] = []
 
     def loop(index: int) -> None:
         parsed = [LeafOp.from_json(leaf) for leaf in leaves]
         deadline = time.perf_counter() + seconds
         i = index
-        while time.perf_counter() < deadline:
-            store.clear_cache()
-            store.lookup(parsed[i % len(parsed)], VERSION)
-            counts[index] += 1
-            i += threads
+        try:
+            while time.perf_counter() < deadline:
+                store.clear_cache()
+                store.lookup(parsed[i % len(parsed)], VERSION)
+                counts[index] += 1
+                i += threads
+        except Exception as exc:  # the worker reports it (a thread's error is not raised)
+            errors.append(exc)
 
     started = time.perf_counter()
     pool = [threading.Thread(target=loop, args=(n,)) for n in range(threads)]
@@ -70,6 +74,9 @@ def worker(url: str, leaves: list[dict], seconds: float, threads: int) -> dict:
     for thread in pool:
         thread.join()
     elapsed = time.perf_counter() - started
+    if errors:
+        store.close()
+        raise errors[0]
     engine_pool = store.engine.pool
     held = int(getattr(engine_pool, "checkedin", lambda: 0)())
     store.close()

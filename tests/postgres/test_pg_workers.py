@@ -90,7 +90,7 @@ def test_workers_beyond_max_connections_wait_for_a_slot(cluster, cluster_db):
     cluster.restart(max_connections="8", superuser_reserved_connections="1")
     try:
         leaves = [rms_leaf(t) for t in (8, 12, 16, 20, 24, 40)]
-        run = run_workers("postgresql", cluster_db, leaves, workers=16, threads=1, seconds=0.5,
+        run = run_workers("postgresql", cluster_db, leaves, workers=16, threads=1, seconds=3,
                           sample=False)
     finally:
         cluster.restart()
