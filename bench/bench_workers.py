@@ -68,17 +68,17 @@ def worker(url: str, leaves: list[dict], seconds: float, threads: int) -> dict:
             errors.append(exc)
 
     started = time.perf_counter()
-    pool = [threading.Thread(target=loop, args=(n,)) for n in range(threads)]
-    for thread in pool:
+    running = [threading.Thread(target=loop, args=(n,)) for n in range(threads)]
+    for thread in running:
         thread.start()
-    for thread in pool:
+    for thread in running:
         thread.join()
     elapsed = time.perf_counter() - started
     if errors:
         store.close()
         raise errors[0]
-    engine_pool = store.engine.pool
-    held = int(getattr(engine_pool, "checkedin", lambda: 0)())
+    pool = store.engine.pool  # a QueuePool: lookups keep theirs checked out between lookups
+    held = int(getattr(pool, "checkedin", lambda: 0)() + getattr(pool, "checkedout", lambda: 0)())
     store.close()
     return {"lookups": sum(counts), "seconds": elapsed, "connections": held}
 

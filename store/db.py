@@ -81,9 +81,7 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     parsed = make_url(url)
     try:
         engine = create_engine(parsed, connect_args=postgres_connect_args(parsed.query),
-                               pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
-                               pool_timeout=POOL_TIMEOUT_SECONDS,
-                               pool_pre_ping=not read_only)
+                               pool_pre_ping=not read_only, **POOL_SETTINGS)
     except ModuleNotFoundError as exc:
         raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
@@ -94,10 +92,12 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
 POOL_SIZE = 5
 POOL_OVERFLOW = 5
 POOL_TIMEOUT_SECONDS = 30
-"""PostgreSQL connections one engine (one Store) holds: 5 kept, 5 more under load, a
-thread past that waits up to 30 s for one. A lookup holds a connection only while it
-runs (store/snapshot.py), so many threads share few connections
-(docs/adr/0104-pool-sizing.md)."""
+"""Connections one engine (one Store) holds: 5 kept, 5 more under load, a thread past
+that waits up to 30 s for one. A lookup holds a connection only while it runs
+(store/snapshot.py), so many threads share few connections (docs/adr/0104-pool-sizing.md)."""
+
+POOL_SETTINGS: dict = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW,
+                       "pool_timeout": POOL_TIMEOUT_SECONDS}
 
 SQLITE_PAGE_SIZE = 16384
 """Page size of a new SQLite file (an existing one keeps its own). A sample row is about a
@@ -112,9 +112,10 @@ def _sqlite_engine(url: str, read_only: ReadOnly) -> Engine:
         # QueuePool, not the SingletonThreadPool a "sqlite://" URL implies: that pool
         # closes other threads' connections past five threads (a crash in the driver).
         engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri),
-                               poolclass=QueuePool)
+                               poolclass=QueuePool, **POOL_SETTINGS)
     else:
-        engine = create_engine(url, connect_args={"timeout": 30})
+        pooled = POOL_SETTINGS if database not in ("", ":memory:") else {}
+        engine = create_engine(url, connect_args={"timeout": 30}, **pooled)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:

@@ -5,7 +5,7 @@ On separate pooled connections, an ingest that commits between two of them could
 one answer from two versions of the data, or look up a profile id the ingest has just
 deleted. ``SnapshotEngine`` pins one connection to the thread for the whole lookup,
 inside one read transaction, so every query of a lookup sees the same committed state;
-the connection goes back to the pool when the lookup ends. A forked child never reuses
+the connection goes back to the Store's idle list when the lookup ends. A forked child never reuses
 the parent's connections (``_reset_after_fork``).
 
 The caches (answers, regime slices, kernel presence, profiles) belong to a
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profstore import schema as t
+from profstore.db import POOL_OVERFLOW, POOL_SIZE, POOL_TIMEOUT_SECONDS
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.engine import Dialect
 
@@ -56,32 +57,18 @@ def _fingerprint(raw: Any) -> Fingerprint:
         cursor.close()
 
 
-class _State:
-    """What a lookup reuses from the previous lookup on the same DBAPI connection, kept in
-    the pool's record of it (``Connection.info``): SQLite's cursor (opening one per lookup
-    costs as much as BEGIN and the pragma) and the data version it last saw."""
-
-    __slots__ = ("raw", "cursor", "version", "fingerprint")
-
-    def __init__(self, raw: Any, sqlite: bool) -> None:
-        self.raw = raw
-        self.cursor = raw.cursor() if sqlite else None
-        self.version: int | None = None
-        self.fingerprint: Fingerprint | None = None
-
-
 class _Pinned:
-    """The connection of one lookup, checked out of the engine's pool on entry and returned
-    on exit: a thread between lookups (asleep, waiting on the simulator) holds none, so many
-    threads share the pool's few connections (store/db.py ``POOL_SIZE``).
+    """A lookup's connection, inside one read transaction from the snapshot's start to its
+    end. Between lookups it waits in its SnapshotEngine's idle list (a pool checkout, BEGIN
+    through SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries), not
+    in a thread: a thread between lookups (asleep, waiting on the simulator) holds none, so
+    many threads share a few connections (store/db.py ``POOL_SIZE``).
 
     SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
     reads the file header, so it takes the snapshot) and tell whether any other connection
     committed since this one last looked; when none did, the fingerprint read then is still
-    the snapshot's. PostgreSQL: the connection runs at REPEATABLE READ; its first query
+    the snapshot's. PostgreSQL: the connection stays at REPEATABLE READ; its first query
     takes the snapshot."""
-
-    __slots__ = ("conn", "raw", "sqlite", "state", "pid", "__weakref__")
 
     def __init__(self, engine: Engine) -> None:
         conn = engine.connect()
@@ -92,27 +79,24 @@ class _Pinned:
         raw = conn.connection.dbapi_connection
         assert raw is not None, "a checked-out connection has its DBAPI connection"
         self.raw = raw
-        info = conn.connection.info
-        state = info.get(_State)
-        if state is None or state.raw is not raw:
-            state = info[_State] = _State(raw, self.sqlite)
-        self.state: _State = state
+        self._cursor = raw.cursor() if self.sqlite else None
+        """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
+        self._version: int | None = None
+        self._fingerprint: Fingerprint | None = None
         self.pid = os.getpid()
 
     def begin(self) -> None:
-        cursor = self.state.cursor
-        if cursor is not None:
-            cursor.execute("BEGIN")
-            rows = cursor.execute("PRAGMA data_version").fetchall()  # read to the end
+        if self._cursor is not None:
+            self._cursor.execute("BEGIN")
+            rows = self._cursor.execute("PRAGMA data_version").fetchall()  # read to the end
             version = int(rows[0][0])
-            if version != self.state.version:
-                self.state.version, self.state.fingerprint = version, None
+            if version != self._version:
+                self._version, self._fingerprint = version, None
 
     def fingerprint(self) -> Fingerprint:
-        state = self.state
-        if state.fingerprint is None or not self.sqlite:
-            state.fingerprint = _fingerprint(self.raw)
-        return state.fingerprint
+        if self._fingerprint is None or not self.sqlite:
+            self._fingerprint = _fingerprint(self.raw)
+        return self._fingerprint
 
     def end(self) -> None:
         if self.conn.in_transaction():
@@ -120,15 +104,14 @@ class _Pinned:
         else:
             self.raw.rollback()
 
-    def release(self) -> None:
-        """Back to the pool (after ``end``)."""
-        self.conn.close()
-
     def close(self, broken: bool = False) -> None:
-        """Give the connection up; ``broken``: the pool opens a new one in its place. In a
+        """Back to the engine's pool; ``broken``: the pool opens a new one in its place. In a
         forked child nothing is sent on the parent's socket."""
         if self.pid != os.getpid():
             return
+        with suppress(Exception):  # a connection already broken has nothing to return
+            if self._cursor is not None:
+                self._cursor.close()
         with suppress(Exception):
             if broken:
                 self.conn.invalidate()
@@ -152,17 +135,27 @@ class _Local(threading.local):
     active: bool = False
 
 
+LOOKUP_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW - 1
+"""Most connections a Store's lookups hold at once (one pool slot stays free for the
+calls outside a snapshot); a lookup past that waits for one to come back."""
+
+
 class SnapshotEngine:
     """Stands in for the Engine where the query code calls ``engine.connect()``: inside
-    ``snapshot()`` the calling thread gets its pinned connection (left open on exit),
-    elsewhere an ordinary pooled connection. It is not an Engine: the query code asks only
-    for ``connect()`` (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
+    ``snapshot()`` the calling thread gets a lookup connection (from the idle list, or a
+    new one from the pool; back to the idle list on exit), elsewhere an ordinary pooled
+    connection. It is not an Engine: the query code asks only for ``connect()``
+    (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._local = _Local()
         self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
+        self._idle: list[_Pinned] = []
         self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
+        """Connections being opened (outside the lock), counted against the limit."""
         _EVERY_ENGINE.add(self)
 
     @property
@@ -201,31 +194,71 @@ class SnapshotEngine:
         self._local.active = False
         if self._local.pinned is pinned:
             self._local.pinned = None
-        with self._lock:
+        with self._returned:
             self._all.discard(pinned)
+            self._returned.notify()
 
     def forget(self) -> None:
-        """After a lost connection: the calling thread holds no connection any more."""
+        """After a lost connection: the calling thread's connection and every idle one
+        (as likely dead) are given up; the next lookups open new ones."""
         pinned = self._local.pinned
         if pinned is not None:
             self._drop(pinned)
         self._local.active = False
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for p in idle:
+            self._drop(p)
 
     def close(self) -> None:
-        """Return every connection a lookup still holds (before the engine is disposed)."""
+        """Return every lookup connection (before the engine is disposed)."""
         with self._lock:
-            pinned, self._all = list(self._all), weakref.WeakSet()
+            pinned, self._all, self._idle = list(self._all), weakref.WeakSet(), []
         for p in pinned:
             p.close()
         self._local.pinned = None
         self._local.active = False
+
+    def _checkout(self) -> _Pinned:
+        """An idle lookup connection, a new one while fewer than ``LOOKUP_CONNECTIONS``
+        exist, else the next one returned (``POOL_TIMEOUT_SECONDS`` at most)."""
+        with self._returned:
+            if not self._idle and not self._room():
+                self._returned.wait_for(lambda: bool(self._idle) or self._room(),
+                                        timeout=POOL_TIMEOUT_SECONDS)
+            if self._idle:
+                return self._idle.pop()
+            if not self._room():
+                raise TimeoutError(f"no lookup connection came back within "
+                                   f"{POOL_TIMEOUT_SECONDS} s ({LOOKUP_CONNECTIONS} in use)")
+            self._opening += 1
+        try:
+            pinned = _Pinned(self.engine)
+        finally:
+            with self._returned:
+                self._opening -= 1
+                self._returned.notify()
+        with self._returned:
+            self._all.add(pinned)
+        return pinned
+
+    def _room(self) -> bool:
+        return len(self._all) + self._opening < LOOKUP_CONNECTIONS
+
+    def _checkin(self, pinned: _Pinned) -> None:
+        with self._returned:
+            self._idle.append(pinned)
+            self._returned.notify()
 
     def _after_fork(self) -> None:
         """In a forked child: forget the parent's connections without touching them (a
         ROLLBACK or a close on the shared socket desynchronises the parent's session)."""
         self._local = _Local()
         self._all = weakref.WeakSet()
+        self._idle = []
         self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
         self.engine.dispose(close=False)
 
 
@@ -248,9 +281,7 @@ class _Snapshot:
         pinned = local.pinned
         if local.active and pinned is not None:
             return pinned.conn
-        pinned = local.pinned = _Pinned(engine.engine)
-        with engine._lock:
-            engine._all.add(pinned)
+        pinned = local.pinned = engine._checkout()
         try:
             pinned.begin()
         except Exception:
@@ -273,9 +304,7 @@ class _Snapshot:
             engine._drop(pinned)
             return
         engine._local.pinned = None
-        with engine._lock:
-            engine._all.discard(pinned)
-        pinned.release()
+        engine._checkin(pinned)
 
 
 @dataclass
