@@ -12,6 +12,7 @@ import time
 import pytest
 from profstore import reconnect
 from profstore.api import Store
+from profstore.cli.main import main
 from profstore.leaf import LeafOp
 from profstore.reconnect import DatabaseUnavailable
 
@@ -86,6 +87,28 @@ def test_a_server_that_stays_down_is_one_profstore_error(cluster, cluster_db, mo
     message = str(raised.value)
     assert message.startswith("database postgresql+psycopg://postgres@127.0.0.1:")
     assert "unavailable (for 1 s)" in message and "\n" not in message
+
+
+def test_the_cli_says_a_server_that_stays_down_in_one_line(cluster, cluster_db, monkeypatch,
+                                                           capsys):
+    """The stream answers the lines it can, then one ``profstore: error:`` line, exit 1."""
+    monkeypatch.setattr(reconnect, "RECONNECT_SECONDS", 1.0)
+
+    def lines():
+        yield json.dumps({"id": 0, **rms_leaf(8)}) + "\n"
+        cluster.stop()
+        yield json.dumps({"id": 1, **rms_leaf(12)}) + "\n"
+
+    monkeypatch.setattr(sys, "stdin", lines())
+    try:
+        code = main(["lookup", "--db", cluster_db, "--version", "v0.18", "-"])
+    finally:
+        cluster.start()
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert [json.loads(line)["latency_us"] for line in out.splitlines()] == [7.0]
+    assert err.startswith("profstore: error: database postgresql+psycopg://postgres@")
+    assert err.count("\n") == 1 and "unavailable" in err and "Traceback" not in err
 
 
 def test_the_cli_stream_answers_every_line_across_a_restart(cluster, cluster_db):
