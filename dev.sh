@@ -5,7 +5,9 @@
 #                    installed copy) and run the whole test suite on SQLite; when
 #                    PROFSTORE_TEST_PG_URL is set (.ci/run sets it), run the database-backed
 #                    folders again on PostgreSQL (--backend postgresql; unit tests and the
-#                    pure parser fuzzers are backend-independent and run once)
+#                    pure parser fuzzers are backend-independent and run once; the JUnit
+#                    report of that pass goes to $PROFSTORE_PG_REPORT when set: .ci/with-postgres
+#                    fails a run without one)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -36,10 +38,12 @@ case "${1:-}" in
     fi
     if [ -n "${PROFSTORE_TEST_PG_URL:-}" ]; then
       echo "== again on PostgreSQL (--backend postgresql) =="
+      report=()
+      if [ -n "${PROFSTORE_PG_REPORT:-}" ]; then report=(--junitxml "$PROFSTORE_PG_REPORT"); fi
       if [ "$#" -gt 0 ]; then
-        "$VENV/bin/python" -m pytest -q --backend postgresql "$@"
+        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "$@"
       else
-        "$VENV/bin/python" -m pytest -q --backend postgresql "${PG_TESTS[@]}"
+        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "${PG_TESTS[@]}"
       fi
     fi ;;
   bench)

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from profstore import schema as t
-from profstore.db import bulk_load_settings
+from profstore.db import bulk_load_settings, upgrade
 from profstore.ingest.ahead import ReadAhead, VersionRead
 from profstore.ingest.discover import (
     MAPPING_FILE,
@@ -77,19 +77,23 @@ def ingest_path(
     wait: bool = True,
     on_wait: WaitFn | None = None,
     workers: int | None = None,
+    upgrade_schema: bool = False,
 ) -> list[VersionSummary]:
     """Ingest every version under ``path``, holding the database's ingest lock (another
     ingest running: ``on_wait(message)``, then wait, or ``IngestBusy`` when not ``wait``).
     A version that cannot be ingested gets a ``failed`` summary and the others go on.
     ``row_hook(n)`` is called after each file with the running row count (tests inject
     failures through it). ``workers``: processes that read and convert files while this
-    one writes (0: all in this process; None: chosen by ``ingest.parallel.worker_count``)."""
+    one writes (0: all in this process; None: chosen by ``ingest.parallel.worker_count``).
+    ``upgrade_schema``: bring the schema to head first, under the lock."""
     found = survey(Path(path))
     summaries = [_note(p, "empty", f"empty version directory {p}: no CSV files, nothing "
                        "ingested") for p in found.empty]
     summaries += [_note(p, "repeat", f"{p} is {same} reached again through a symlink; "
                         "ingested once") for p, same in found.repeats]
     with ingest_lock(engine, wait=wait, on_wait=on_wait), WorkerPool(workers) as pool:
+        if upgrade_schema:  # under the lock: a second ingest waits instead of migrating too
+            upgrade(engine)
         ahead = ReadAhead(pool, allow_missing_mapping)
         for i, source in enumerate(found.sources):
             ahead.following = found.sources[i + 1] if i + 1 < len(found.sources) else None

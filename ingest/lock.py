@@ -4,8 +4,11 @@ SQLite: an advisory ``flock`` on ``<database>.ingest-lock`` (the kernel drops it
 holder dies, so a killed ingest never leaves a stale lock) whose text names the holder's
 pid and start time; each version's transaction then starts with ``BEGIN IMMEDIATE``, so
 "unchanged" and the next ids are decided on the committed state, never on a snapshot
-another writer is about to replace. PostgreSQL: a session-level advisory lock, the
-holder's start time read from ``pg_stat_activity``.
+another writer is about to replace. PostgreSQL: a session-level advisory lock on a
+connection of its own, which turns the server's idle timeouts off for itself (an
+``idle_session_timeout`` on the database would otherwise end the idle lock session
+mid-ingest and let a second ingest in); the holder's start time is read from
+``pg_stat_activity`` when the waiting role may see it.
 """
 
 from __future__ import annotations
@@ -114,16 +117,33 @@ def _file_holder(path: Path) -> str:
         return "an unknown time (its lock file names no holder yet)"
 
 
+def _keep_alive(conn: Connection) -> None:
+    """No server timeout may end the lock's session while it idles between statements."""
+    if conn.dialect.server_version_info and conn.dialect.server_version_info >= (14,):
+        conn.exec_driver_sql("SET idle_session_timeout = 0")
+    conn.exec_driver_sql("SET idle_in_transaction_session_timeout = 0")
+
+
+def _pg_holder(conn: Connection) -> str:
+    """Who holds the lock, as far as this role may see (another role's ``backend_start``
+    is NULL in ``pg_stat_activity`` without ``pg_read_all_stats``)."""
+    row = conn.execute(text(
+        "SELECT l.pid, a.backend_start FROM pg_locks l LEFT JOIN pg_stat_activity a "
+        "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+        "AND l.objid = :key"), {"key": PG_LOCK_KEY}).first()
+    if row is None:
+        return "an unknown time"
+    if row.backend_start is None:
+        return f"an unknown time (server pid {row.pid}, another role's session)"
+    return f"{row.backend_start.isoformat(timespec='seconds')} (server pid {row.pid})"
+
+
 @contextmanager
 def _pg_lock(conn: Connection, wait: bool, on_wait: WaitFn | None) -> Iterator[None]:
     key = {"key": PG_LOCK_KEY}
+    _keep_alive(conn)
     if not conn.execute(text("SELECT pg_try_advisory_lock(:key)"), key).scalar():
-        row = conn.execute(text(
-            "SELECT a.pid, a.backend_start FROM pg_locks l JOIN pg_stat_activity a "
-            "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
-            "AND l.objid = :key"), key).first()
-        holder = (f"{row.backend_start.isoformat(timespec='seconds')} (server pid {row.pid})"
-                  if row else "an unknown time")
+        holder = _pg_holder(conn)
         conn.commit()
         _busy(holder, wait, on_wait)
         conn.execute(text("SELECT pg_advisory_lock(:key)"), key)

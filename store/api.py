@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from time import monotonic
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from profstore.exact import BaseExact
 from profstore.formats import FormatPolicy
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Stor
     from profstore.snapshot import Fingerprint, Generation
     from sqlalchemy import Engine
 
+T = TypeVar("T")
 REFRESH_SECONDS = 1.0
 """How stale a cached answer may be after a re-ingest (one small query per interval)."""
 RESULT_ENTRY_BYTES = 6144
@@ -111,25 +113,39 @@ class Store:
         """Open a database by SQLAlchemy URL or SQLite file path.
 
         A writable open brings the schema to head; a read-only open refuses a database
-        that is not at head rather than migrating it. Every lookup that queries reads one
-        snapshot and follows a re-ingest at once; cached answers are re-validated at most
-        every ``refresh_seconds`` (None: never; see store/snapshot.py).
+        that is not at this code's head revision (older or newer) with ``SchemaMismatch``
+        naming both revisions and the command to run, rather than migrating it. Every
+        lookup that queries reads one snapshot and follows a re-ingest at once; cached
+        answers are re-validated at most every ``refresh_seconds`` (None: never; see
+        store/snapshot.py).
         ``read_only="immutable"`` opens a SQLite file with ``immutable=1``; a read-only
         open picks it on its own on read-only storage (store/db.py ``sqlite_read_uri``).
         A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
-        from profstore.db import make_engine, normalize_url, probe, redact_url, sqlite_file, upgrade
+        from profstore.db import (
+            make_engine,
+            normalize_url,
+            probe,
+            redact_url,
+            require_head,
+            sqlite_file,
+            upgrade,
+        )
 
         url = normalize_url(url_or_path)
         path = sqlite_file(url)
         if path is not None and not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
+        from profstore.reconnect import retrying
+
         engine = make_engine(url, read_only=read_only)
-        if not read_only:
-            upgrade(engine)
-        else:
-            _require_file(url)
-            probe(engine, redact_url(url))
+        with _closed_on_error(engine):
+            if not read_only:
+                retrying(engine, lambda: None, lambda: upgrade(engine))
+            else:
+                _require_file(url)
+                probe(engine, redact_url(url))
+                retrying(engine, lambda: None, lambda: require_head(engine, redact_url(url)))
         return cls(engine, cache_size=cache_size, cache_bytes=cache_bytes,
                    mapping_overlay=mapping_overlay, refresh_seconds=refresh_seconds)
 
@@ -169,7 +185,14 @@ class Store:
             cached = current.parts.results.get(key)
             if cached is not None:
                 return cached
-        return self._computed(key)
+        return self._retrying(self._computed, key)
+
+    def _retrying(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, once more after a lost connection (store/reconnect.py): a
+        server that stays down raises ``DatabaseUnavailable``, never a driver error."""
+        from profstore.reconnect import retrying
+
+        return retrying(self.engine, self._snapshots.forget, lambda: call(*args))
 
     def _computed(self, key: ResultKey) -> QueryResult:
         """The answer for ``key`` in a fresh snapshot: cached unless the snapshot shows a
@@ -208,6 +231,9 @@ class Store:
 
     def profile(self, version: str) -> Profile | None:
         """The version's profile as of now (re-read after a re-ingest)."""
+        return self._retrying(self._profile_now, version)
+
+    def _profile_now(self, version: str) -> Profile | None:
         with self._snapshots.snapshot():
             return self._profile_in(self._generations.matching(self._snapshots.fingerprint()),
                                     version)
@@ -249,6 +275,9 @@ class Store:
         return None if text is None else input_shapes_of(text)
 
     def versions(self) -> list[str]:
+        return self._retrying(self._versions)
+
+    def _versions(self) -> list[str]:
         from profstore import schema as t
         from sqlalchemy import select
 
@@ -309,6 +338,15 @@ def _own_comm_profile(conn, profile_id: int) -> int | None:
     c = t.comm_sample.c
     found = conn.execute(select(c.id).where(c.profile_id == profile_id).limit(1)).first()
     return profile_id if found else None
+
+
+@contextmanager
+def _closed_on_error(engine: Engine) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        engine.dispose()
+        raise
 
 
 def _require_file(url: str) -> None:

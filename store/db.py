@@ -15,6 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from profstore.dburl import (  # noqa: F401 - re-exported: callers import them from here
+    InvalidDatabaseUrl,
+    normalize_url,
+    postgres_connect_args,
+    redact_url,
+)
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -45,28 +51,12 @@ class DriverNotInstalled(RuntimeError):
                          f"{module!r}{hint}")
 
 
-def normalize_url(url_or_path: str | Path) -> str:
-    """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file)."""
-    text = str(url_or_path)
-    if "://" in text:
-        return text
-    return f"sqlite:///{Path(text).expanduser().resolve()}"
-
-
 def sqlite_file(url: str) -> Path | None:
     """The file behind a SQLite URL; None for other dialects and in-memory databases."""
     if not is_sqlite(url):
         return None
     name = make_url(url).database or ""
     return Path(name) if name and name != ":memory:" else None
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password replaced, safe to print."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 def is_sqlite(url: str) -> bool:
@@ -79,19 +69,35 @@ def make_engine(url_or_path: str | Path, *, read_only: ReadOnly = False) -> Engi
     SQLite: WAL journal (readers never block the writer), foreign keys on, a busy
     timeout; ``read_only`` opens the file with ``mode=ro`` so a simulation worker can
     never write, or ``immutable=1`` on read-only storage (``sqlite_read_uri``).
-    PostgreSQL: ``read_only`` sets the session default to read-only.
+    PostgreSQL: ``read_only`` sets the session default to read-only; a connect timeout,
+    TCP keepalives and ``application_name`` unless the URL sets them (store/dburl.py); a
+    bounded pool (``POOL_SIZE``), whose connections a writer pings before use (an ingest
+    outlives server idle timeouts; a reader retries instead, store/reconnect.py). A
+    malformed URL raises ``InvalidDatabaseUrl``.
     """
     url = normalize_url(url_or_path)
     if is_sqlite(url):
         return _sqlite_engine(url, read_only)
+    parsed = make_url(url)
     try:
-        engine = create_engine(url)
+        engine = create_engine(parsed, connect_args=postgres_connect_args(parsed.query),
+                               pool_pre_ping=not read_only, **POOL_SETTINGS)
     except ModuleNotFoundError as exc:
         raise DriverNotInstalled(make_url(url).drivername, exc.name or "") from exc
     if read_only:
         _set_postgres_read_only(engine)
     return engine
 
+
+POOL_SIZE = 5
+POOL_OVERFLOW = 5
+POOL_TIMEOUT_SECONDS = 30
+"""Connections one engine (one Store) holds: 5 kept, 5 more under load, a thread past
+that waits up to 30 s for one. A lookup holds a connection only while it runs
+(store/snapshot.py), so many threads share few connections (docs/adr/0104-pool-sizing.md)."""
+
+POOL_SETTINGS: dict = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW,
+                       "pool_timeout": POOL_TIMEOUT_SECONDS}
 
 SQLITE_PAGE_SIZE = 16384
 """Page size of a new SQLite file (an existing one keeps its own). A sample row is about a
@@ -106,9 +112,10 @@ def _sqlite_engine(url: str, read_only: ReadOnly) -> Engine:
         # QueuePool, not the SingletonThreadPool a "sqlite://" URL implies: that pool
         # closes other threads' connections past five threads (a crash in the driver).
         engine = create_engine("sqlite://", creator=lambda: _sqlite_connect(uri),
-                               poolclass=QueuePool)
+                               poolclass=QueuePool, **POOL_SETTINGS)
     else:
-        engine = create_engine(url, connect_args={"timeout": 30})
+        pooled = POOL_SETTINGS if database not in ("", ":memory:") else {}
+        engine = create_engine(url, connect_args={"timeout": 30}, **pooled)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
@@ -237,6 +244,52 @@ def head_revision() -> str:
     return script.get_current_head() or ""
 
 
+UPGRADE_LOCK_KEY = 0x70726F67  # "prog": not the ingest lock's key (ingest/lock.py)
+
+
+class SchemaMismatch(RuntimeError):
+    """The database is not at this code's schema head; the message names both revisions and
+    the command to run."""
+
+
+_REVISION_FILE = re.compile(r"(\d{4})_\w+\.py")
+
+
+def known_revisions() -> list[str]:
+    """The revisions this code ships, oldest first, read from the migration file names
+    (``NNNN_title.py``, revision ``NNNN``): no Alembic import on the open path (a test
+    checks the last one is Alembic's head)."""
+    files = resources.files("profstore.migrations").joinpath("versions").iterdir()
+    return sorted(m.group(1) for f in files if (m := _REVISION_FILE.fullmatch(f.name)))
+
+
+def stored_revision(engine: Engine) -> str | None:
+    """The database's Alembic revision in one query (None: no profstore schema)."""
+    from sqlalchemy import inspect
+
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def require_head(engine: Engine, shown: str) -> None:
+    """Raise ``SchemaMismatch`` unless the database is at this code's head revision."""
+    known = known_revisions()
+    head, revision = known[-1], stored_revision(engine)
+    if revision == head:
+        return
+    if revision is None:
+        raise SchemaMismatch(f"{shown} has no profstore schema; run `profstore db upgrade` "
+                             f"first (this profstore needs revision {head})")
+    if revision in known:
+        raise SchemaMismatch(f"{shown} is at schema revision {revision}, this profstore needs "
+                             f"{head}; run `profstore db upgrade`")
+    raise SchemaMismatch(f"{shown} is at schema revision {revision}, which this profstore "
+                         f"(head {head}) does not know: a newer profstore wrote it; upgrade "
+                         "profstore to read it")
+
+
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
@@ -245,14 +298,20 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine) -> str:
-    """Bring the database to the head revision (a no-op at head); returns the head."""
-    head = head_revision()
-    if current_revision(engine) == head:
+    """Bring the database to the head revision (a no-op at head); returns the head.
+
+    PostgreSQL: the upgrade's transaction first takes an advisory lock, so two processes
+    upgrading one fresh database run one after the other (the second finds it at head)
+    instead of both creating the same types and tables."""
+    head = known_revisions()[-1]
+    if stored_revision(engine) == head:
         return head
     from alembic import command
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({UPGRADE_LOCK_KEY})")
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
     return head

@@ -3,9 +3,10 @@
 A lookup issues several queries (is the kernel there, exact keys, a regime's points…).
 On separate pooled connections, an ingest that commits between two of them could make
 one answer from two versions of the data, or look up a profile id the ingest has just
-deleted. ``SnapshotEngine`` pins one connection per thread for the whole lookup, inside
-one read transaction, so every query of a lookup sees
-the same committed state.
+deleted. ``SnapshotEngine`` pins one connection to the thread for the whole lookup,
+inside one read transaction, so every query of a lookup sees the same committed state;
+the connection goes back to the Store's idle list when the lookup ends. A forked child never reuses
+the parent's connections (``_reset_after_fork``).
 
 The caches (answers, regime slices, kernel presence, profiles) belong to a
 ``Generation``: the ``profile_set`` state (every version's id and content hash) they were
@@ -19,6 +20,7 @@ notice a re-ingest even when every answer comes from the cache.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 import weakref
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profstore import schema as t
+from profstore.db import POOL_OVERFLOW, POOL_SIZE, POOL_TIMEOUT_SECONDS
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.engine import Dialect
 
@@ -55,8 +58,11 @@ def _fingerprint(raw: Any) -> Fingerprint:
 
 
 class _Pinned:
-    """One thread's connection, kept from lookup to lookup (a pool checkout, BEGIN through
-    SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries).
+    """A lookup's connection, inside one read transaction from the snapshot's start to its
+    end. Between lookups it waits in its SnapshotEngine's idle list (a pool checkout, BEGIN
+    through SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries), not
+    in a thread: a thread between lookups (asleep, waiting on the simulator) holds none, so
+    many threads share a few connections (store/db.py ``POOL_SIZE``).
 
     SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
     reads the file header, so it takes the snapshot) and tell whether any other connection
@@ -77,6 +83,7 @@ class _Pinned:
         """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
         self._version: int | None = None
         self._fingerprint: Fingerprint | None = None
+        self.pid = os.getpid()
 
     def begin(self) -> None:
         if self._cursor is not None:
@@ -97,15 +104,30 @@ class _Pinned:
         else:
             self.raw.rollback()
 
-    def close(self) -> None:
+    def close(self, broken: bool = False) -> None:
+        """Back to the engine's pool; ``broken``: the pool opens a new one in its place. In a
+        forked child nothing is sent on the parent's socket."""
+        if self.pid != os.getpid():
+            return
         with suppress(Exception):  # a connection already broken has nothing to return
             if self._cursor is not None:
                 self._cursor.close()
         with suppress(Exception):
+            if broken:
+                self.conn.invalidate()
+        with suppress(Exception):
             self.conn.close()
 
-    def __del__(self) -> None:  # the thread ended: its connection goes back to the pool
-        self.close()
+
+_EVERY_ENGINE: weakref.WeakSet[SnapshotEngine] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for engine in list(_EVERY_ENGINE):
+        engine._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class _Local(threading.local):
@@ -113,17 +135,28 @@ class _Local(threading.local):
     active: bool = False
 
 
+LOOKUP_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW - 1
+"""Most connections a Store's lookups hold at once (one pool slot stays free for the
+calls outside a snapshot); a lookup past that waits for one to come back."""
+
+
 class SnapshotEngine:
     """Stands in for the Engine where the query code calls ``engine.connect()``: inside
-    ``snapshot()`` the calling thread gets its pinned connection (left open on exit),
-    elsewhere an ordinary pooled connection. It is not an Engine: the query code asks only
-    for ``connect()`` (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
+    ``snapshot()`` the calling thread gets a lookup connection (from the idle list, or a
+    new one from the pool; back to the idle list on exit), elsewhere an ordinary pooled
+    connection. It is not an Engine: the query code asks only for ``connect()``
+    (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._local = _Local()
         self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
+        self._idle: list[_Pinned] = []
         self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
+        """Connections being opened (outside the lock), counted against the limit."""
+        _EVERY_ENGINE.add(self)
 
     @property
     def dialect(self) -> Dialect:
@@ -155,21 +188,78 @@ class SnapshotEngine:
         """The thread's read snapshot (nested calls share the outer one)."""
         return _Snapshot(self)
 
-    def _drop(self, pinned: _Pinned) -> None:
-        """Forget a connection that failed (the next snapshot opens a new one)."""
-        pinned.close()
+    def _drop(self, pinned: _Pinned, broken: bool = True) -> None:
+        """Give up a lookup's connection (``broken``: it failed; the pool replaces it)."""
+        pinned.close(broken)
+        self._local.active = False
         if self._local.pinned is pinned:
             self._local.pinned = None
-        with self._lock:
+        with self._returned:
             self._all.discard(pinned)
+            self._returned.notify()
+
+    def forget(self) -> None:
+        """After a lost connection: the calling thread's connection and every idle one
+        (as likely dead) are given up; the next lookups open new ones."""
+        pinned = self._local.pinned
+        if pinned is not None:
+            self._drop(pinned)
+        self._local.active = False
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for p in idle:
+            self._drop(p)
 
     def close(self) -> None:
-        """Return every thread's pinned connection (before the engine is disposed)."""
+        """Return every lookup connection (before the engine is disposed)."""
         with self._lock:
-            pinned, self._all = list(self._all), weakref.WeakSet()
+            pinned, self._all, self._idle = list(self._all), weakref.WeakSet(), []
         for p in pinned:
             p.close()
         self._local.pinned = None
+        self._local.active = False
+
+    def _checkout(self) -> _Pinned:
+        """An idle lookup connection, a new one while fewer than ``LOOKUP_CONNECTIONS``
+        exist, else the next one returned (``POOL_TIMEOUT_SECONDS`` at most)."""
+        with self._returned:
+            if not self._idle and not self._room():
+                self._returned.wait_for(lambda: bool(self._idle) or self._room(),
+                                        timeout=POOL_TIMEOUT_SECONDS)
+            if self._idle:
+                return self._idle.pop()
+            if not self._room():
+                raise TimeoutError(f"no lookup connection came back within "
+                                   f"{POOL_TIMEOUT_SECONDS} s ({LOOKUP_CONNECTIONS} in use)")
+            self._opening += 1
+        try:
+            pinned = _Pinned(self.engine)
+        finally:
+            with self._returned:
+                self._opening -= 1
+                self._returned.notify()
+        with self._returned:
+            self._all.add(pinned)
+        return pinned
+
+    def _room(self) -> bool:
+        return len(self._all) + self._opening < LOOKUP_CONNECTIONS
+
+    def _checkin(self, pinned: _Pinned) -> None:
+        with self._returned:
+            self._idle.append(pinned)
+            self._returned.notify()
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's connections without touching them (a
+        ROLLBACK or a close on the shared socket desynchronises the parent's session)."""
+        self._local = _Local()
+        self._all = weakref.WeakSet()
+        self._idle = []
+        self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
+        self.engine.dispose(close=False)
 
 
 class _Snapshot:
@@ -191,10 +281,7 @@ class _Snapshot:
         pinned = local.pinned
         if local.active and pinned is not None:
             return pinned.conn
-        if pinned is None:
-            pinned = local.pinned = _Pinned(engine.engine)
-            with engine._lock:
-                engine._all.add(pinned)
+        pinned = local.pinned = engine._checkout()
         try:
             pinned.begin()
         except Exception:
@@ -209,11 +296,15 @@ class _Snapshot:
         if pinned is None:
             return
         self._pinned = None
-        self._engine._local.active = False
+        engine = self._engine
+        engine._local.active = False
         try:
             pinned.end()
-        except Exception:  # a broken connection: the next snapshot opens a new one
-            self._engine._drop(pinned)
+        except Exception:  # a broken connection: the pool opens a new one
+            engine._drop(pinned)
+            return
+        engine._local.pinned = None
+        engine._checkin(pinned)
 
 
 @dataclass

@@ -93,9 +93,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         elsewhere = any(item.get_closest_marker(name) for name in other_pass)
         (deselected if elsewhere else kept).append(item)
+    config.stash[_PG_ONLY] = [i.nodeid for i in items if i.get_closest_marker("postgresql_only")]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+_PG_ONLY = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Say where the PostgreSQL-only tests went: run on this pass, or left to the other."""
+    names = config.stash.get(_PG_ONLY, [])
+    if not names:
+        return
+    files = sorted({n.split("::")[0] for n in names})
+    if perfdb.on_postgresql():
+        terminalreporter.write_line(f"postgresql_only: {len(names)} tests selected on this "
+                                    f"PostgreSQL pass ({', '.join(files)})")
+    else:
+        terminalreporter.write_line(f"postgresql_only: {len(names)} tests deselected on this "
+                                    f"SQLite pass, run them with --backend postgresql "
+                                    f"({', '.join(files)})")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

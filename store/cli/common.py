@@ -61,23 +61,18 @@ def db_url(args: argparse.Namespace) -> str:
 def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
-    from profstore.db import current_revision, head_revision, make_engine, redact_url, sqlite_file
+    from profstore.db import SchemaMismatch, make_engine, redact_url, require_head, sqlite_file
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():
         raise CliError(f"no database at {path}; run `profstore ingest PATH --db {path}` first")
     engine = make_engine(url, read_only=read_only)
     try:
-        revision = current_revision(engine)
+        require_head(engine, redact_url(url))
+    except SchemaMismatch as exc:
+        raise CliError(str(exc)) from None
     finally:
         engine.dispose()
-    shown = redact_url(url)
-    if revision is None:
-        raise CliError(f"{shown} has no profstore schema; run `profstore db upgrade` first")
-    head = head_revision()
-    if revision != head:
-        raise CliError(f"{shown} is at schema revision {revision}, this profstore needs "
-                       f"{head}; run `profstore db upgrade`")
 
 
 @contextmanager

@@ -78,11 +78,10 @@ def ingest(args: argparse.Namespace) -> int:
     engine = _writable_engine(url)
     bar = ProgressBar(unit="files", stream=sys.stderr)
     try:
-        upgrade(engine)
         summaries = ingest_path(engine, root,
                                 progress=lambda label, done, total: bar(done, total, label),
                                 allow_missing_mapping=args.allow_missing_mapping,
-                                wait=not args.no_wait, on_wait=_waiting)
+                                wait=not args.no_wait, on_wait=_waiting, upgrade_schema=True)
     except IngestBusy as exc:
         raise CliError(f"ingest refused: {exc}") from None
     finally:

@@ -96,11 +96,11 @@ def split_passthrough(words: list[str]) -> tuple[list[str], list[str] | None]:
 def _user_error(exc: Exception) -> str | None:
     """The one line for a mapping, database or driver error; None for a bug (which keeps
     its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
-    from profstore.db import DriverNotInstalled
+    from profstore.db import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
     from profstore.mapping import MappingError
     from sqlalchemy.exc import SQLAlchemyError
 
-    if isinstance(exc, MappingError):
+    if isinstance(exc, (MappingError, InvalidDatabaseUrl, SchemaMismatch)):
         return str(exc)
     if isinstance(exc, SQLAlchemyError):
         return f"database error: {_database_message(exc)}"

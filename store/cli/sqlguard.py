@@ -6,9 +6,14 @@ only reads (``SELECT``, column reads, read pragmas, a recursive CTE) and the fun
 ``READ_FUNCTIONS``; everything else (writes, ``ATTACH``, ``BEGIN``, ``fts3_tokenizer``,
 ``load_extension``, ``readfile``/``writefile``, any function not on the list) is denied
 before it runs. ``SQLITE_LIMIT_LENGTH`` caps any string or blob (``zeroblob(5e8)``), and
-a progress handler stops a statement past the time limit. PostgreSQL: the session is
-read-only (store/db.py), the statement must start with a query keyword, and
-``statement_timeout`` bounds it. The connection itself is the second lock: read-only.
+a progress handler stops a statement past the time limit. PostgreSQL (see
+docs/adr/0105-sql-door-on-postgresql.md): the statement must start with a query keyword and
+is sent with the extended protocol (prepared), so the server refuses a second statement
+(``SELECT 1; COMMIT; …``) whatever the path; it runs in a read-only transaction under
+``SET LOCAL statement_timeout``, which the one statement cannot end or reset
+(``set_config`` is refused); a superuser's statement runs as the predefined role
+``pg_read_all_data`` (it reads every table, and cannot read server files, signal other
+sessions or run programs). The connection itself is the second lock: read-only.
 """
 
 from __future__ import annotations
@@ -50,6 +55,11 @@ PRAGMAS_WITH_ARGUMENT = frozenset({
 WRITING_PRAGMAS = frozenset({"optimize", "wal_checkpoint", "incremental_vacuum",
                              "shrink_memory"})
 QUERY_WORDS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW"})
+POSTGRES_REFUSED_FUNCTIONS = ("set_config",)
+"""Functions a PostgreSQL statement may not name: ``set_config('role', …)`` would leave the
+reading role, ``set_config('statement_timeout', …)`` the time limit."""
+READER_ROLE = "pg_read_all_data"
+"""The role a superuser's statement runs as (PostgreSQL 14+)."""
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ,
                            sqlite3.SQLITE_RECURSIVE})
 _ACTION_NAMES = {value: name.removeprefix("SQLITE_") for name, value in vars(sqlite3).items()
@@ -115,8 +125,14 @@ def check_statement(sql: str, dialect: str) -> None:
     word = match.group(1).upper() if match else ""
     if not word:
         raise ReadOnlyViolation("empty statement")
-    if dialect != "sqlite" and word not in QUERY_WORDS:
+    if dialect == "sqlite":
+        return
+    if word not in QUERY_WORDS:
         raise ReadOnlyViolation(f"{word} statements are not allowed")
+    plain = sql.lower().replace('"', "")
+    for name in POSTGRES_REFUSED_FUNCTIONS:
+        if re.search(rf"\b{name}\b", plain):
+            raise ReadOnlyViolation(f"function {name}() is not allowed")
 
 
 @contextmanager
@@ -124,9 +140,7 @@ def guarded(conn: Connection, limits: Limits) -> Iterator[None]:
     """Run the block's statement under the door; its refusals become ``ReadOnlyViolation``
     and a statement past the limit ``StatementTimeout``, each with a one-line reason."""
     if conn.dialect.name != "sqlite":
-        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(limits.seconds * 1000)}")
-        with _translated(None, limits):
+        with _postgres_door(conn, limits), _translated(None, limits):
             yield
         return
     raw = conn.connection.dbapi_connection
@@ -146,6 +160,27 @@ def guarded(conn: Connection, limits: Limits) -> Iterator[None]:
 
 
 @contextmanager
+def _postgres_door(conn: Connection, limits: Limits) -> Iterator[None]:
+    """A read-only transaction with a time limit, a role without superuser powers, and every
+    statement prepared (one statement per call; restored afterwards)."""
+    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(limits.seconds * 1000)}")
+    if conn.exec_driver_sql("SELECT current_setting('is_superuser')").scalar() == "on":
+        version = conn.dialect.server_version_info or (0,)
+        if version < (14,):
+            raise ReadOnlyViolation("a superuser's statements are refused before PostgreSQL 14 "
+                                    f"(no {READER_ROLE} role); connect as a reading role")
+        conn.exec_driver_sql(f"SET LOCAL ROLE {READER_ROLE}")
+    raw = conn.connection.dbapi_connection
+    before = getattr(raw, "prepare_threshold", None)
+    raw.prepare_threshold = 0  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        raw.prepare_threshold = before  # type: ignore[union-attr]
+
+
+@contextmanager
 def _translated(authorizer: _Authorizer | None, limits: Limits) -> Iterator[None]:
     from sqlalchemy.exc import DBAPIError  # imported by the caller's engine already
 
@@ -160,6 +195,6 @@ def _translated(authorizer: _Authorizer | None, limits: Limits) -> Iterator[None
         if message == "interrupted" or "statement timeout" in message:
             raise StatementTimeout(f"statement stopped after {limits.seconds:g} s "
                                    "(--timeout SECONDS raises the limit)") from None
-        if getattr(exc.orig, "sqlstate", None) == "25006":  # read_only_sql_transaction
+        if getattr(exc.orig, "sqlstate", None) in ("25006", "42501"):  # read-only; no privilege
             raise ReadOnlyViolation(message) from None
         raise
