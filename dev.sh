@@ -15,17 +15,19 @@ VENV="${PROFSTORE_VENV:-.venv}"
 PG_TESTS=(tests/regression tests/integration tests/cli tests/evaluation tests/tensorcast
           tests/ingest tests/robustness tests/postgres tests/conformance)
 
+# What each job installs: the demo needs the library alone; the tests and the bench need
+# every extra (PostgreSQL driver, plots, the web view, torch and TensorCast's packages).
 setup() {
   if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[test,report,postgres,web,tensorcast]"
+  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}"
 }
 
 case "${1:-}" in
   demo)
-    setup
+    setup .
     "$VENV/bin/profstore" demo --dir "${2:-demo}" ;;
   test)
     setup

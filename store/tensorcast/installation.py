@@ -57,6 +57,7 @@ def install_settings(settings: Settings) -> None:
     if "original" not in _ACTIVE:
         _ACTIVE["original"] = ModelRunner.__dict__["create_performance_models"]
     _ACTIVE["settings"] = settings
+    _ACTIVE.pop("recorder", None)  # the next one writes to this installation's run_dir
     ModelRunner.create_performance_models = staticmethod(create_performance_models)
 
 
