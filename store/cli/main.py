@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from profstore.cli import verbs
 from profstore.cli.common import CliError
 from profstore.cli.reference import apply_help
-from profstore.cli.tensorcast_verbs import register_tensorcast
+from profstore.cli.tensorcast_verbs import MISSING_SEPARATOR, register_tensorcast
 
 if TYPE_CHECKING:
     from sqlalchemy.exc import SQLAlchemyError
@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
     words, passed_on = split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    if passed_on is None and "tensorcast" in words and not {"-h", "--help"} & set(words):
+        return _fail(MISSING_SEPARATOR, 2)
     try:
         args = build_parser().parse_args(words)
     except SystemExit as exc:  # --help, or a usage error argparse already printed

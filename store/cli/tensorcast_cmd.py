@@ -17,9 +17,6 @@ def tensorcast(args: argparse.Namespace) -> int:
     from profstore.tensorcast.summary import render
     from profstore.tensorcast.upstream import UpstreamError
 
-    if args.upstream_args is None:
-        raise CliError("tensorcast: put TensorCast's own arguments after --, e.g. "
-                       "profstore tensorcast text-generate --db perf.db -- MODEL_DIR ...")
     url = db_url(args)
     check_database(url)
     settings = Settings(url, _version(url, args.version), _json_option(args.context, "--context"),

@@ -8,6 +8,8 @@ from profstore.cli.common import db_options
 
 TENSORCAST = "profstore.cli.tensorcast_cmd"
 COMMANDS = ("text-generate", "throughput-optimizer")
+MISSING_SEPARATOR = ("tensorcast: put TensorCast's own arguments after --, e.g. profstore "
+                     "tensorcast text-generate --db perf.db -- MODEL_DIR ...")
 DESCRIPTION = """\
 Run TensorCast's own command, unchanged, with profstore as its profiling data source in the
 parent and in every worker it starts. Everything after -- goes to upstream's own parser
@@ -48,4 +50,4 @@ def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
                    help="the version directory upstream reads (default: the ingested one)")
     p.add_argument("--compare-table", metavar="FILE", default="tensorcast-compare.csv",
                    help="where --compare writes its per-op table (default: %(default)s)")
-    p.set_defaults(handler=Run(TENSORCAST, "tensorcast"), upstream_args=None)
+    p.set_defaults(handler=Run(TENSORCAST, "tensorcast"), upstream_args=[])
