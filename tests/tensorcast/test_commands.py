@@ -116,29 +116,38 @@ def best(stdout: str) -> tuple[float, str, int]:
 
 
 @pytest.fixture(scope="module")
-def searches(perfdb_path, model_dir, tmp_path_factory):
+def our_search(perfdb_path, model_dir, tmp_path_factory, request):
+    """The search through profstore; on SQLite with --compare (the simulation still uses
+    profstore's answers), on PostgreSQL without (workers on a server, not a comparison)."""
     out = tmp_path_factory.mktemp("search")
+    compare = request.config.getoption("--backend") == "sqlite"
+    options = ["--compare", "--compare-table", str(out / "compare.csv")] if compare else []
     ours = profstore("tensorcast", "throughput-optimizer", "--db", perfdb_path, "--version",
-                     "v0.18", "--stats-json", str(out / "stats.json"), "--compare",
-                     "--compare-table", str(out / "compare.csv"), "--", str(model_dir),
-                     *SEARCH)
+                     "v0.18", "--stats-json", str(out / "stats.json"), *options, "--",
+                     str(model_dir), *SEARCH)
     assert ours.returncode == 0, ours.stderr[-3000:]
+    return ours, json.loads((out / "stats.json").read_text()), out / "compare.csv"
+
+
+@pytest.fixture(scope="module")
+def upstream_search(model_dir):
     theirs = upstream("cli.inference.throughput_optimizer", str(model_dir), *SEARCH,
                       "--performance-model", "profiling", "--profiling-database-path",
                       str(V18_DIR))
     assert theirs.returncode == 0, theirs.stderr[-3000:]
-    return ours, theirs, json.loads((out / "stats.json").read_text()), out / "compare.csv"
+    return theirs
 
 
-def test_the_search_picks_upstreams_best_configuration(searches):
-    ours, theirs, _, _ = searches
+@pytest.mark.sqlite_only
+def test_the_search_picks_upstreams_best_configuration(our_search, upstream_search):
+    ours, theirs = our_search[0], upstream_search
     (our_tps, our_config, _), (their_tps, their_config, _) = best(ours.stdout), best(theirs.stdout)
     assert our_config == their_config
     assert our_tps == pytest.approx(their_tps, rel=0.10)
 
 
-def test_every_worker_looked_up_through_profstore(searches):
-    _, _, stats, _ = searches
+def test_every_worker_looked_up_through_profstore(our_search):
+    _, stats, _ = our_search
     assert stats["processes_that_looked_up"] == 2  # -j 2
     assert stats["errors"] == []
     assert stats["lookups"] == sum(stats["answers"].values()) + sum(
@@ -147,8 +156,9 @@ def test_every_worker_looked_up_through_profstore(searches):
     assert stats["data_sources"] >= 2
 
 
-def test_compare_explains_every_difference(searches):
-    ours, _, stats, table = searches
+@pytest.mark.sqlite_only
+def test_compare_explains_every_difference(our_search):
+    ours, stats, table = our_search
     with open(table, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert rows and "unexplained" not in {r["rule"] for r in rows}
