@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, TypeAlias, TypeVar
 
 from profstore.bounds import bounded_int, check_nesting, load_json, valid_text
 from profstore.dtypes import canonical_torch_dtype
+from profstore.leaf_context import LeafContext
 from profstore.leaf_fields import (
     field_error,
+    format_field,
     is_list,
-    lengths_of,
     number_of,
     object_error,
-    positive_int,
     shape_of,
 )
 
@@ -35,7 +35,6 @@ __all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "walk_tensors"]
 _OPS_PREFIX = "torch.ops."
 _TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})
 _TOP_LEVEL_KEYS = frozenset({"op", "args", "kwargs", "outputs", "context", "id"})
-_PHASES = ("prefill", "decode", "mixed")
 
 
 @dataclass(frozen=True)
@@ -60,11 +59,7 @@ class TensorSpec:
             dtype = canonical_torch_dtype(self.dtype)
         except ValueError as error:
             raise ValueError(f"dtype: {error}") from None
-        if self.format is not None and (not isinstance(self.format, str)
-                                        or not self.format.strip()):
-            raise ValueError(f"format: must be a non-empty string or null, got {self.format!r}")
-        if self.format is not None:
-            valid_text(self.format, "format")
+        fmt = format_field(self.format, self.format_defaulted)
         values = self.values
         if values is not None:
             if not is_list(values):
@@ -73,22 +68,16 @@ class TensorSpec:
             numel = math.prod(shape)
             if len(values) != numel:
                 raise ValueError(f"values: length {len(values)} != numel {numel} of {list(shape)}")
-        if self.format_defaulted not in (False, True) or (self.format_defaulted
-                                                         and self.format != "ND"):
-            raise ValueError("format_defaulted: True only with format 'ND', got "
-                             f"{self.format_defaulted!r} with {self.format!r}")
-        for name, value in (("shape", shape), ("dtype", dtype), ("values", values)):
+        for name, value in (("shape", shape), ("dtype", dtype), ("format", fmt),
+                            ("values", values)):
             object.__setattr__(self, name, value)
-        if self.format is not None:
-            object.__setattr__(self, "format", self.format.strip().upper())
 
     def with_format(self, fmt: str) -> TensorSpec:
         """This tensor in format ``fmt``: ``dataclasses.replace(self, format=fmt)`` without
         validating again the fields that are already normalised."""
-        if not isinstance(fmt, str) or not fmt.strip():
-            raise ValueError(f"format: must be a non-empty string or null, got {fmt!r}")
-        valid_text(fmt, "format")
-        return self._copy(fmt.strip().upper())
+        if fmt is None:
+            raise ValueError("format: must be a non-empty string or null, got None")
+        return self._copy(format_field(fmt))
 
     def unstated(self) -> TensorSpec:
         """This tensor with its format unstated (a policy's ``"infer"`` default)."""
@@ -231,63 +220,6 @@ def _outputs(value: Any) -> tuple[TensorSpec, ...]:
     return tuple(_tensor(item, path) for path, item in items)
 
 
-@dataclass(frozen=True)
-class LeafContext:
-    """What the op itself does not say: parallelism, phase, request grouping, topology."""
-
-    ep_size: int | None = None
-    tp_size: int | None = None
-    phase: str | None = None
-    num_requests: int | None = None
-    query_lens: tuple[int, ...] | None = None
-    kv_lens: tuple[int, ...] | None = None
-    num_devices: int | None = None
-    topology_tier: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("ep_size", "tp_size", "num_requests", "num_devices"):
-            object.__setattr__(self, name, positive_int(getattr(self, name), name))
-        for name in ("query_lens", "kv_lens"):
-            object.__setattr__(self, name, lengths_of(getattr(self, name), name))
-        if self.phase is not None:
-            phase = self.phase.strip().lower() if isinstance(self.phase, str) else None
-            if phase not in _PHASES:
-                raise ValueError(f"phase: must be one of {', '.join(_PHASES)}, got {self.phase!r}")
-            object.__setattr__(self, "phase", phase)
-        tier = self.topology_tier
-        if tier is not None:
-            if not isinstance(tier, str) or not tier.strip():
-                raise ValueError(f"topology_tier: must be a non-empty string, got {tier!r}")
-            object.__setattr__(self, "topology_tier", tier.strip())
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None, path: str = "") -> LeafContext:
-        """Build from a JSON object (None -> empty context); unknown keys are an error."""
-        if data is None:
-            return _NO_CONTEXT if cls is LeafContext else cls()
-        if not isinstance(data, Mapping):
-            raise object_error(path, f"must be an object, got {data!r}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise object_error(path, f"unknown key {unknown[0]!r}; known: {', '.join(known)}")
-        try:
-            return cls(**data)
-        except ValueError as error:
-            raise field_error(path, error) from None
-
-    def to_json(self) -> dict[str, Any]:
-        """The non-None fields; length lists as JSON lists."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        return out
-
-
-_NO_CONTEXT = LeafContext()
-"""The context of a descriptor that states none (frozen, so one instance serves all)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-from profstore.bounds import MAX_INT, bounded_int, bounded_numel
+from profstore.bounds import MAX_INT, bounded_int, bounded_numel, valid_text
 
 
 def is_int(value: Any) -> bool:
@@ -74,3 +74,16 @@ def lengths_of(value: Any, name: str) -> tuple[int, ...] | None:
         if not is_int(item) or item < 0:
             raise ValueError(f"{name}[{i}]: must be a non-negative integer, got {item!r}")
     return tuple(bounded_int(int(item), f"{name}[{i}]") for i, item in enumerate(value))
+
+
+def format_field(value: Any, defaulted: Any = False) -> str | None:
+    """A tensor's memory format upper-cased (None: unstated); ``defaulted`` (the descriptor
+    omitted it) goes with ND only."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(f"format: must be a non-empty string or null, got {value!r}")
+    if value is not None:
+        valid_text(value, "format")
+    if defaulted not in (False, True) or (defaulted and value != "ND"):
+        raise ValueError("format_defaulted: True only with format 'ND', got "
+                         f"{defaulted!r} with {value!r}")
+    return None if value is None else value.strip().upper()

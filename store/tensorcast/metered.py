@@ -44,7 +44,7 @@ class MeteredDataSource:
         start = perf_counter()
         answer = self.inner.lookup(op_invoke_info)
         seconds = perf_counter() - start
-        if answer is not None:
+        if answer is not None and answer.source is not None:
             self.stats.answered(answer.source.value, seconds)
             self.last_miss = None
             return answer
