@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.shapes import parse_shape_text
 
 # The DESIGN §3 example (dispatch_ffn_combine_quant, positions as in §8).
 DFC_EXAMPLE: dict[str, Any] = {
@@ -353,37 +352,6 @@ def test_constructor_errors_use_field_names() -> None:
         TensorSpec((1,), "bf17")
     with pytest.raises(ValueError, match=r"^ep_size: must be a positive integer, got 0"):
         LeafContext(ep_size=0)
-
-
-# --- shape text ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "shape"),
-    [
-        ("(2, 4, 7168)", (2, 4, 7168)),
-        ("[2,4]", (2, 4)),
-        ("()", ()),
-        ("[]", ()),
-        ("( )", ()),
-        ("2,4", (2, 4)),
-        ("7168", (7168,)),
-        ("(16,)", (16,)),
-        ("  (1, 8, 16160)  ", (1, 8, 16160)),
-        ("(0, 3)", (0, 3)),
-    ],
-)
-def test_parse_shape_text(text: str, shape: tuple[int, ...]) -> None:
-    assert parse_shape_text(text) == shape
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["", "   ", "(2, -4)", "(2, 4]", "[2, 4)", "((2))", "(2,,4)", "(2.5)", "(a, b)", "(,)", "2 4"],
-)
-def test_parse_shape_text_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid shape text"):
-        parse_shape_text(text)
 
 
 # --- property: any valid descriptor round-trips --------------------------------------------

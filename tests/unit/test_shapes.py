@@ -9,6 +9,7 @@ from profstore.shapes import (
     numel,
     parse_list_cell,
     parse_shape_cell,
+    parse_shape_text,
     restore_fractal_nz,
     shape_text,
     shapes_text,
@@ -87,3 +88,34 @@ def test_element_counts():
     assert numel(()) == 1
     assert leading_product((2, 4, 72, 7168)) == 576
     assert leading_product((7168,)) == 1
+
+
+# --- shape text ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("(2, 4, 7168)", (2, 4, 7168)),
+        ("[2,4]", (2, 4)),
+        ("()", ()),
+        ("[]", ()),
+        ("( )", ()),
+        ("2,4", (2, 4)),
+        ("7168", (7168,)),
+        ("(16,)", (16,)),
+        ("  (1, 8, 16160)  ", (1, 8, 16160)),
+        ("(0, 3)", (0, 3)),
+    ],
+)
+def test_parse_shape_text(text: str, shape: tuple[int, ...]) -> None:
+    assert parse_shape_text(text) == shape
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "(2, -4)", "(2, 4]", "[2, 4)", "((2))", "(2,,4)", "(2.5)", "(a, b)", "(,)", "2 4"],
+)
+def test_parse_shape_text_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid shape text"):
+        parse_shape_text(text)
