@@ -46,7 +46,8 @@ class ProcessStats:
     calls: int = 0
     sources: Counter[str] = field(default_factory=Counter)
     misses: Counter[str] = field(default_factory=Counter)
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: Counter[str] = field(default_factory=Counter)
+    """Misses by ``reason->label`` (the label: TensorCast's own code for the miss)."""
     fallbacks: dict[str, Fallback] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -59,13 +60,13 @@ class ProcessStats:
         self.lookups += 1
         self.lookup_seconds += seconds
         self.misses[reason] += 1
-        self.labels.setdefault(reason, label)
+        self.labels[f"{reason}->{label}"] += 1
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in (
             "pid", "data_sources", "setup_seconds", "lookups", "lookup_seconds", "calls",
-            "labels", "errors")}
-        data.update(sources=dict(self.sources), misses=dict(self.misses),
+            "errors")}
+        data.update(sources=dict(self.sources), misses=dict(self.misses), labels=dict(self.labels),
                     fallbacks=[asdict(f) for f in self.fallbacks.values()])
         return data
 
@@ -74,6 +75,7 @@ class ProcessStats:
         fallbacks = [Fallback(**f) for f in data.pop("fallbacks")]
         stats = cls(**data)
         stats.sources, stats.misses = Counter(stats.sources), Counter(stats.misses)
+        stats.labels = Counter(stats.labels)
         stats.fallbacks = {json.dumps(f.leaf, sort_keys=True): f for f in fallbacks}
         return stats
 
@@ -138,8 +140,13 @@ class RunSummary:
             total.update(getattr(process, name))
         return total
 
-    def labels(self) -> dict[str, str]:
-        return {k: v for p in self.processes for k, v in p.labels.items()}
+    def labels(self) -> dict[str, dict[str, int]]:
+        """Per profstore reason, its misses by TensorCast's label."""
+        found: dict[str, dict[str, int]] = {}
+        for key, count in self.counter("labels").items():
+            reason, label = key.split("->", 1)
+            found.setdefault(reason, {})[label] = count
+        return found
 
     def fallbacks(self) -> list[Fallback]:
         """Distinct fallback ops over all processes, the most simulated time first."""

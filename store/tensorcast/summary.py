@@ -41,7 +41,7 @@ def to_json(summary: RunSummary, timing: Timing, top: int = 20) -> dict[str, Any
         "wall_seconds": timing.wall_seconds,
         "lookup_share": timing.share(summary),
         "answers": dict(sorted(summary.counter("sources").items())),
-        "misses": {reason: {"count": count, "tensorcast_label": labels.get(reason, reason)}
+        "misses": {reason: {"count": count, "tensorcast_labels": labels.get(reason, {})}
                    for reason, count in summary.counter("misses").most_common()},
         "fallback_time_us": sum(f.time_us for f in fallbacks),
         "fallbacks": [_fallback_json(f) for f in fallbacks[:top]],
@@ -67,8 +67,7 @@ def render(summary: RunSummary, timing: Timing, top: int = 10) -> str:
     ]
     if data["misses"]:
         lines.append("  misses: " + ", ".join(
-            f"{r} {m['count']}" + (f" ({m['tensorcast_label']})"
-                                   if m["tensorcast_label"] != r else "")
+            f"{r} {m['count']}" + _labels(r, m["tensorcast_labels"])
             for r, m in data["misses"].items()))
     if data["fallbacks"]:
         lines.append(f"  analytic fallbacks, {data['fallback_time_us']:.1f} us simulated "
@@ -78,6 +77,14 @@ def render(summary: RunSummary, timing: Timing, top: int = 10) -> str:
             lines.append(f"    {item['op']:<48} {item['calls']:>6} {item['time_us']:>10.1f}  "
                          f"{item['reason']}  {_shapes(item['leaf'])}")
     return "\n".join(lines)
+
+
+def _labels(reason: str, labels: dict[str, int]) -> str:
+    """``(TensorCast's label N, ...)`` where a label differs from profstore's reason."""
+    if not labels or set(labels) == {reason}:
+        return ""
+    return " (" + ", ".join(f"{label} {n}" for label, n in sorted(
+        labels.items(), key=lambda item: -item[1])) + ")"
 
 
 def _shapes(leaf: dict[str, Any]) -> str:
