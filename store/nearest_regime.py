@@ -4,8 +4,9 @@ When no row of a kernel shares the target's regime, the miss names the kernel's 
 regimes that differ from the target in the fewest fields (ties at that distance, at most
 ``MAX_NEAREST`` in regime-key order), each with the fields that differ (``{field:
 [target, theirs]}``) and what that regime answers at the target's coordinate (exact, else
-interpolated inside it, as any lookup would), or why it does not; those that answer first. The miss stays a miss:
-this is what closing it would mean, for a person or a run summary to weigh, never an answer.
+interpolated inside it, as any lookup would), or why it does not; those that answer first.
+The miss stays a miss: this is what closing it would mean, for a person or a run summary
+to weigh, not an answer.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from importlib import import_module
 from pathlib import Path
 
 from profstore.cli.common import add_version_option, db_options, json_options
+from profstore.cli.regime_option import add_regime_policy_option
 from profstore.cli.sqlguard import DEFAULT_SECONDS
 
 INGEST = "profstore.cli.ingest_cmd"
@@ -145,6 +146,7 @@ def _lookup_options(parser: argparse.ArgumentParser) -> None:
                              "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}'; "
                              "'{\"default\": \"infer\"}' resolves every format not stated "
                              "from the mapping and the measured rows (a JSON text or file)")
+    add_regime_policy_option(parser)
 
 
 def register_evaluation(subparsers: argparse._SubParsersAction) -> None:
@@ -155,6 +157,7 @@ def register_evaluation(subparsers: argparse._SubParsersAction) -> None:
     _store_options(p)
     _replay_options(p)
     p.add_argument("--variants", action="store_true", help="also list every shape variant")
+    add_regime_policy_option(p)
     p.add_argument("--interval", action="store_true",
                    help="the total's p10-p90 interval from hold-out errors (profstore.cli.insight)")
     p.add_argument("--draws", type=_positive, default=4000, metavar="N",
