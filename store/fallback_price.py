@@ -12,6 +12,10 @@ from typing import Any
 
 from profstore.nearest_regime import spell_differs
 
+CLIP = 40
+"""The most characters of one regime value a price spells (a cat of 128 tensors has a
+dtype list of 128 names)."""
+
 
 @dataclass(frozen=True)
 class PricedMiss:
@@ -31,7 +35,8 @@ class Price:
 
     op: str
     differs: str
-    """``field target → theirs, ...`` (empty: no nearest regime answers)."""
+    """``field target → theirs, ...`` (empty: no nearest regime answers; values clipped
+    at ``CLIP`` characters)."""
     calls: int = 0
     time_us: float = 0.0
     """The run's own simulated time for these calls."""
@@ -54,7 +59,7 @@ def prices(misses: Iterable[PricedMiss]) -> list[Price]:
     grouped: dict[tuple[str, str], Price] = {}
     for miss in misses:
         answered = miss.nearest_us is not None
-        differs = spell_differs(miss.differs or {}) if answered else ""
+        differs = spell_differs(miss.differs or {}, CLIP) if answered else ""
         price = grouped.setdefault((miss.op, differs), Price(miss.op, differs))
         price.calls += miss.calls
         price.time_us += miss.run_us * miss.calls

@@ -97,11 +97,13 @@ def nearest_regimes(kernel: str, target: Extraction, regimes: Sequence[tuple[str
     return sorted(found, key=lambda n: n.latency_us is None)
 
 
-def spell_differs(differs: Mapping[str, Sequence[Any]]) -> str:
-    """``scale_mode per_tensor → per_token, ...`` for a person."""
-    return ", ".join(f"{name} {_plain(pair[0])} → {_plain(pair[1])}"
+def spell_differs(differs: Mapping[str, Sequence[Any]], clip: int | None = None) -> str:
+    """``scale_mode per_tensor → per_token, ...`` for a person (``clip``: each value at
+    most that many characters, an ellipsis marking the cut)."""
+    return ", ".join(f"{name} {_plain(pair[0], clip)} → {_plain(pair[1], clip)}"
                      for name, pair in differs.items())
 
 
-def _plain(value: Any) -> str:
-    return value if isinstance(value, str) else _text(value)
+def _plain(value: Any, clip: int | None = None) -> str:
+    text = value if isinstance(value, str) else _text(value)
+    return text if clip is None or len(text) <= clip else text[:clip - 1] + "…"

@@ -74,7 +74,8 @@ class RegimePolicy:
         unknown = sorted(set(data) - set(SECTIONS))
         if unknown:
             raise ValueError(f"regime_policy: unknown key {unknown[0]!r}; known: ops, kernels")
-        return cls(data.get("ops") or {}, data.get("kernels") or {})
+        ops, kernels = data.get("ops"), data.get("kernels")
+        return cls({} if ops is None else ops, {} if kernels is None else kernels)
 
     @classmethod
     def load(cls, path: str | Path) -> RegimePolicy:
