@@ -9,18 +9,8 @@ from typing import TYPE_CHECKING
 from profstore.cli.common import CliError
 from profstore.regime_policy import RegimePolicy
 
-if TYPE_CHECKING:  # the parser side imports this module: no engine side here
+if TYPE_CHECKING:
     from profstore.api import Store
-
-HELP = ("a JSON or YAML file of stated regime equivalences, per op or kernel and regime "
-        "field, e.g. '{\"ops\": {\"tensor_cast.dynamic_quantize_symmetric.default\": "
-        "{\"scale_mode\": {\"per_tensor\": \"per_token\"}}}}': a target whose own regime has "
-        "no row reads the stated one, and its answer says so (regime_equivalences)")
-
-
-def add_regime_policy_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--regime-policy", metavar="FILE", help=HELP)
-
 
 def load_regime_policy(args: argparse.Namespace) -> RegimePolicy | None:
     """The file's policy (its shape checked), or None without the option."""

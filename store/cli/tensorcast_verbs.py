@@ -20,8 +20,7 @@ model with the most simulated time.
 
 
 def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
-    from profstore.cli.regime_option import add_regime_policy_option
-    from profstore.cli.verbs import Run
+    from profstore.cli.verbs import Run, add_regime_policy_option
 
     p = subparsers.add_parser(
         "tensorcast", parents=[db_options()], description=DESCRIPTION,

@@ -14,7 +14,6 @@ from importlib import import_module
 from pathlib import Path
 
 from profstore.cli.common import add_version_option, db_options, json_options
-from profstore.cli.regime_option import add_regime_policy_option
 from profstore.cli.sqlguard import DEFAULT_SECONDS
 
 INGEST = "profstore.cli.ingest_cmd"
@@ -131,6 +130,18 @@ def register_lookup(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("descriptor", metavar="DESCRIPTOR_JSON|-",
                    help="a leaf descriptor as JSON, or - to read it from stdin")
     p.set_defaults(handler=Run(LOOKUP, "explain"))
+
+
+REGIME_POLICY_HELP = (
+    "a JSON or YAML file of stated regime equivalences, per op or kernel and regime field, "
+    "e.g. '{\"ops\": {\"tensor_cast.dynamic_quantize_symmetric.default\": {\"scale_mode\": "
+    "{\"per_tensor\": \"per_token\"}}}}': a target whose own regime has no row reads the "
+    "stated one, and its answer says so (regime_equivalences); profstore never assumes one")
+
+
+def add_regime_policy_option(parser: argparse.ArgumentParser) -> None:
+    """``--regime-policy FILE`` (profstore.cli.regime_option reads it)."""
+    parser.add_argument("--regime-policy", metavar="FILE", help=REGIME_POLICY_HELP)
 
 
 def _lookup_options(parser: argparse.ArgumentParser) -> None:
