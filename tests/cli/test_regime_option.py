@@ -1,5 +1,5 @@
-"""``--regime-policy FILE`` (store/cli/regime_option.py) on ``explain``, ``lookup`` and
-``tensorcast``: the nearest regime of the per-tensor float16 DynamicQuant miss, the stated
+"""``--regime-policy FILE`` (store/cli/regime_option.py) on ``explain`` and ``lookup``
+(``tensorcast``: tests/tensorcast/test_summary.py): the nearest regime of the per-tensor float16 DynamicQuant miss, the stated
 equivalence answering it, and a bad policy as one line.
 
 DynamicQuant.csv of v0.18 (perfdb/.../vllm0.18.0_torch2.9.0_cann8.5), line 1367 (header =

@@ -94,3 +94,15 @@ def test_the_stated_equivalence_answers_those_calls_and_is_counted(runs):
         plain["misses"]["regime_mismatch"]["count"]
     assert stated["answers"]["MEASURED"] + stated["answers"].get("INTERPOLATED", 0) > \
         plain["answers"]["MEASURED"] + plain["answers"].get("INTERPOLATED", 0)
+
+
+def test_a_bad_policy_stops_the_command_in_one_line(perfdb_path, moe_dir, tmp_path):
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"ops": {SYM: {"scale_mode": {"per_tensor": "per_tokn"}}}}))
+    stats = tmp_path / "stats.json"
+    run = profstore("tensorcast", "text-generate", "--db", perfdb_path, "--version", "v0.18",
+                    "--stats-json", str(stats), "--regime-policy", str(policy), "--",
+                    str(moe_dir), *STEP)
+    assert run.returncode != 0 and not stats.exists()
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown value 'per_tokn'" in lines[0]

@@ -2,8 +2,8 @@
 browser: a regime miss shows its nearest measured regime as ``profstore explain`` does.
 
 DynamicQuant.csv of v0.18, line 1367 (header = line 1): ``12,2048`` DT_FLOAT16 per-token,
-Average Duration 5.617396 us; its regime holds
-476 points (every DT_FLOAT16 -> INT8;FLOAT row of the file, counted by hand with csv); no per-tensor float16 row.
+Average Duration 5.617396 us; its regime holds 476 points (every DT_FLOAT16 -> INT8;FLOAT
+row of the file, counted by hand with csv); no per-tensor float16 row.
 """
 
 from __future__ import annotations
