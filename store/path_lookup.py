@@ -52,8 +52,6 @@ class PathRequest:
     regime_policy: RegimePolicy | None = None
     """Stated regime equivalences (``profstore.regime_policy``): read where the target's
     own regime has no point."""
-    near: bool = True
-    """Whether a regime miss names its nearest regimes (off while answering them)."""
 
 
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
@@ -230,7 +228,7 @@ class PathRunner:
         if applied is None:
             return None
         regime, used = applied
-        stated = self._answer(replace(req, regime_policy=None, near=False),
+        stated = self._answer(replace(req, regime_policy=None),
                               Extraction(regime, target.axes, target.semantic))
         equivalences = [u.to_json() for u in used]
         if stated.result is None:
@@ -243,23 +241,40 @@ class PathRunner:
         stated.result.details["regime_of_target"] = dict(target.regime)
         return stated
 
-    def _nearest(self, req: PathRequest, target: Extraction, kernel: str) -> list[dict]:
+    def add_nearest(self, req: PathRequest, attempt: Attempt) -> None:
+        """On an attempt that missed for want of its regime, the nearest measured regimes
+        in ``notes["nearest_regimes"]`` (store/nearest_regime.py); the dispatcher asks
+        once the whole lookup is a miss, so a hit never pays for them."""
         from profstore.nearest_regime import nearest_regimes
 
+        target = attempt.target
+        if (attempt.reason is not Reason.REGIME_MISMATCH or target is None
+                or not attempt.notes.get("kernel_points")):
+            return
+        kernel = attempt.kernel
         regimes = self.queries.regime_keys(req.profile_id, kernel, req.path.name)
-        inner = replace(req, regime_policy=None, near=False)
-        return [n.to_json() for n in nearest_regimes(
-            kernel, target, regimes, lambda other: self._answer(inner, other))]
+        inner = replace(req, regime_policy=None)
+        found = [n.to_json() for n in nearest_regimes(
+            kernel, target, regimes, lambda other: self._answer_in(inner, other))]
+        if found:
+            attempt.notes["nearest_regimes"] = found
+
+    def _answer_in(self, req: PathRequest, other: Extraction) -> Attempt:
+        """``_answer`` in a neighbouring regime, whose points may have other axes than
+        the target (then no answer: the coordinate means something else there)."""
+        kernel = req.ctx.kernel_type
+        width = self.queries.regime_slice(req.profile_id, kernel, req.path.name,
+                                          other.regime_key, req.exclude).axes.shape[1]
+        if width != len(other.axes):
+            return _fail(Attempt(kernel, target=other), Reason.TARGET_UNAVAILABLE,
+                         f"its points have {width} axes, the target {len(other.axes)}")
+        return self._answer(req, other)
 
     def _regime_mismatch(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt:
         points, regimes = self.queries.regime_stats(req.profile_id, attempt.kernel, req.path.name)
         refusals = self.queries.refusal_counts(req.profile_id, attempt.kernel, req.path.name)
         attempt.notes.update(kernel_points=points, kernel_regimes=regimes,
                              path_refusals=refusals)
-        if req.near and points:
-            nearest = self._nearest(req, target, attempt.kernel)
-            if nearest:
-                attempt.notes["nearest_regimes"] = nearest
         if points == 0 and refusals:
             return _fail(attempt, Reason.REGIME_MISMATCH,
                          f"every {attempt.kernel} row was refused by the {req.path.name} path")

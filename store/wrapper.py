@@ -126,8 +126,20 @@ class Dispatcher:
         if base is not None:
             base.details["interpolation_attempts"] = [a.summary() for a in attempts]
             return base
+        self._add_nearest(attempts, entry, profile, options, path)
         note = "" if options.interpolation else "interpolation disabled"
         return _miss_from(base_attempts, attempts, leaf, note)
+
+    def _add_nearest(self, attempts: list[Attempt], entry: MappingEntry, profile: Profile,
+                     options: LookupOptions, path: OperatorPath) -> None:
+        """The lookup is a miss: its regime misses name their nearest regimes."""
+        from profstore.path_lookup import PathRequest
+
+        for attempt in attempts:
+            ctx = TargetContext(entry, attempt.kernel, profile.mapping.policy(attempt.kernel))
+            self.runner.add_nearest(PathRequest(path, None, ctx, profile.id,
+                                                options.interpolation, options.exclude),
+                                    attempt)
 
     def _base(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
               options: LookupOptions) -> tuple[QueryResult | None, list[Attempt]]:

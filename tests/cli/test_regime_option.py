@@ -1,6 +1,6 @@
 """``--regime-policy FILE`` (store/cli/regime_option.py) on ``explain`` and ``lookup``
-(``tensorcast``: tests/tensorcast/test_summary.py): the nearest regime of the per-tensor float16 DynamicQuant miss, the stated
-equivalence answering it, and a bad policy as one line.
+(``tensorcast``: tests/tensorcast/test_summary.py): the nearest regime of the per-tensor
+float16 DynamicQuant miss, the stated equivalence answering it, a bad policy as one line.
 
 DynamicQuant.csv of v0.18 (perfdb/.../vllm0.18.0_torch2.9.0_cann8.5), line 1367 (header =
 line 1): ``12,2048`` DT_FLOAT16 per-token, Average Duration 5.617396 us; its regime holds
