@@ -88,7 +88,7 @@ def render(summary: RunSummary, timing: Timing, top: int = 10) -> str:
     lines += price_lines(_prices(summary.fallbacks()), "analytic", top)
     if data["regime_equivalences"]:
         lines.append("  answers through stated regime equivalences: " + ", ".join(
-            f"{k} ({n})" for k, n in data["regime_equivalences"].items()))
+            f"{k} ({n} lookups)" for k, n in data["regime_equivalences"].items()))
     return "\n".join(lines)
 
 
