@@ -64,6 +64,8 @@ class RegimePolicy:
             raise ValueError("regime_policy: states no equivalence (empty ops and kernels)")
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "kernels", kernels)
+        object.__setattr__(self, "_text", json.dumps(self.to_json(), sort_keys=True,
+                                                     default=str))
 
     @classmethod
     def from_json(cls, data: Any) -> RegimePolicy:
@@ -132,11 +134,12 @@ class RegimePolicy:
         return {name: {k: {f: dict(v) for f, v in rules.items()} for k, rules in
                        getattr(self, name).items()} for name in SECTIONS if getattr(self, name)}
 
-    def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True, default=str))
+    def __hash__(self) -> int:  # every lookup with a policy hashes it (the cache key)
+        return hash(self.__dict__["_text"])
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, RegimePolicy) and self.to_json() == other.to_json()
+        return isinstance(other, RegimePolicy) and \
+            self.__dict__["_text"] == other.__dict__["_text"]
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
