@@ -15,6 +15,7 @@ from profstore.formats import FormatPolicy
 from profstore.leaf import LeafOp
 from profstore.lru import LRU
 from profstore.mapping import VersionMapping, merge_overlay
+from profstore.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
 from profstore.result import QueryResult, Reason
 from profstore.wrapper import Dispatcher, LookupOptions, Profile
 
@@ -83,6 +84,7 @@ class Store:
         self._mappings: dict[str, Profile | None] = {}
         self._mappings_of: Fingerprint | None = None
         self._row_shapes = LRU(ROW_SHAPES_CACHED)
+        self._checked = LRU(64)
 
     def _new_caches(self) -> Caches:
         from profstore.candidates import CandidateQueries
@@ -166,20 +168,24 @@ class Store:
 
     def lookup(self, leaf: LeafOp, version: str, interpolation: bool = True,
                exclude_samples: Iterable[int] = (),
-               format_policy: FormatPolicy | Mapping[str, Any] | None = None) -> QueryResult:
+               format_policy: FormatPolicy | Mapping[str, Any] | None = None,
+               regime_policy: RegimePolicy | Mapping[str, Any] | None = None) -> QueryResult:
         """The latency of one leaf operator in one version; never raises for a miss.
 
         ``exclude_samples`` hides measured rows (by sample id) from this query only:
         hold-out evaluation asks through the same code path a real lookup uses.
         ``format_policy`` states formats the leaf leaves unstated (store/formats.py); a
-        policy with an unknown format or key raises ``ValueError``.
+        policy with an unknown format or key raises ``ValueError``. ``regime_policy``
+        states regime equivalences (store/regime_policy.py); one naming an unknown op,
+        kernel, field or value raises ``ValueError``.
         """
         if not isinstance(leaf, LeafOp):
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
-        if exclude_samples == () and format_policy is None:
+        if exclude_samples == () and format_policy is None and regime_policy is None:
             key: ResultKey = (leaf, version, bool(interpolation))
         else:
-            key = _options_key(leaf, version, interpolation, exclude_samples, format_policy)
+            key = _options_key(leaf, version, interpolation, exclude_samples, format_policy,
+                               regime_policy)
         current = self._generations.current
         if monotonic() < current.fresh_until:
             cached = current.parts.results.get(key)
@@ -208,6 +214,8 @@ class Store:
             profile = self._profile_in(generation, version)
             if profile is not None and options.formats is not None:
                 options.formats.check_ops(profile.mapping.entries, version)
+            if profile is not None and options.regimes is not None:
+                self.check_regime_policy(options.regimes, profile)
             if profile is None:
                 result = QueryResult.miss(Reason.UNKNOWN_VERSION,
                                           message=f"no ingested version {version!r}")
@@ -216,6 +224,22 @@ class Store:
                 result.details.setdefault("version", profile.alias)
         generation.parts.results.put(key, result)
         return result
+
+    def check_regime_policy(self, policy: RegimePolicy, profile: Profile) -> None:
+        """``policy`` against the version's mapping and measured regimes (``ValueError``
+        naming the unknown op, kernel, field or value); each (policy, version) once."""
+        key = ("regime_policy", policy, profile.id)
+        if self._checked.get(key) is not None:
+            return
+        queries, mapping = self.queries, profile.mapping
+
+        def vocabulary(kernel: str) -> dict[str, set[str]]:
+            return vocabulary_of(key for path in kernel_paths(mapping, kernel)
+                                 for key, _ in queries.regime_keys(profile.id, kernel, path))
+
+        policy.check({op: e.kernels for op, e in mapping.entries.items()}, vocabulary,
+                     profile.alias)
+        self._checked.put(key, True)
 
     def lookup_many(self, leaves: Iterable[LeafOp], version: str,
                     interpolation: bool = True) -> list[QueryResult]:
@@ -303,13 +327,15 @@ class Store:
 
 def _options_key(leaf: LeafOp, version: str, interpolation: bool,
                  exclude_samples: Iterable[int],
-                 format_policy: FormatPolicy | Mapping[str, Any] | None) -> ResultKey:
-    """The key of a lookup with exclusions or a format policy (a bad policy raises
-    ``ValueError`` here, cached answer or not); with neither after all (an empty list),
+                 format_policy: FormatPolicy | Mapping[str, Any] | None,
+                 regime_policy: RegimePolicy | Mapping[str, Any] | None = None) -> ResultKey:
+    """The key of a lookup with exclusions, a format or a regime policy (a bad policy
+    raises ``ValueError`` here, cached answer or not); with none after all (an empty list),
     the plain lookup's key, so both share one cached answer."""
     policy = None if format_policy is None else FormatPolicy.from_json(format_policy)
-    options = LookupOptions(bool(interpolation), frozenset(exclude_samples), policy)
-    if not options.exclude and policy is None:
+    regimes = None if regime_policy is None else RegimePolicy.from_json(regime_policy)
+    options = LookupOptions(bool(interpolation), frozenset(exclude_samples), policy, regimes)
+    if not options.exclude and policy is None and regimes is None:
         return (leaf, version, options.interpolation)
     return (leaf, version, options)
 

@@ -76,6 +76,13 @@ _REGIME_STATS = Statement(
            _G.path == bindparam("path")))
 """Points and regimes of a kernel on a path, from the regimes' packs (one row per regime,
 not one per point: a regime mismatch on a kernel of 10,000 points counted them all)."""
+_REGIME_KEYS = Statement(
+    select(_G.regime_key, _PACK.points)
+    .select_from(t.regime).join(t.regime_points, _PACK.regime_id == _G.id)
+    .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
+           _G.path == bindparam("path")))
+"""The measured regimes of a kernel on a path (key, points): what a regime miss compares
+its target with (``profstore.nearest_regime``)."""
 _R = t.path_refusal.c
 _REFUSALS = Statement(
     select(_R.reason, func.count())
@@ -258,6 +265,18 @@ class CandidateQueries:
             points, regimes = _REGIME_STATS.rows(self.engine, profile=profile_id,
                                                  kernel=kernel, path=path)[0]
             cached = (int(points), int(regimes))
+            self._stats.put(key, cached)
+        return cached
+
+    def regime_keys(self, profile_id: int, kernel: str, path: str
+                    ) -> tuple[tuple[str, int], ...]:
+        """(regime key, points) of every measured regime of a kernel on a path, in key
+        order."""
+        key = ("regimes", profile_id, kernel, path)
+        cached = self._stats.get(key)
+        if cached is None:
+            cached = tuple(sorted((r[0], int(r[1])) for r in _REGIME_KEYS.rows(
+                self.engine, profile=profile_id, kernel=kernel, path=path)))
             self._stats.put(key, cached)
         return cached
 

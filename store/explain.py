@@ -15,6 +15,7 @@ from typing import Any
 from profstore.formatting import Column, format_cell, render_table, to_json
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry
+from profstore.nearest_regime import spell_differs
 from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult
 
@@ -25,6 +26,7 @@ SHOWN_KEYS = frozenset({
     "fallback_from", "target_regime", "axes", "target_axes", "interpolation_path",
     "last_geometry", "matched_rows", "method", "path", "interpolation_dim", "latency_column",
     "candidate_count", "boundary", "duplicates", "exact_key", "message", "note",
+    "nearest_regimes", "regime_equivalences", "regime_of_target",
 })
 ROW_COLUMNS = [
     Column("file", "FILE"), Column("line", "LINE", True), Column("axes", "AXES"),
@@ -50,7 +52,9 @@ def explain_sections(leaf: LeafOp, version: str, entry: MappingEntry | None,
         ("target", _target(details, entry)),
         ("interpolation path", _geometry(details.get("interpolation_path"))),
         (ROWS_USED, _rows(details)),
+        ("stated regime equivalences", _equivalences(details)),
         ("result", _result(result)),
+        ("nearest measured regimes", _nearest(details.get("nearest_regimes"))),
         ("other details", [f"{k}: {to_json(v)}" for k, v in extra.items()]),
     ]
     return [(title, body) for title, body in sections if body]
@@ -206,4 +210,33 @@ def _result(result: QueryResult) -> list[str]:
     for key in ("message", "note"):
         if details.get(key):
             lines.append(f"{key}: {details[key]}")
+    return lines
+
+
+def _equivalences(details: Mapping[str, Any]) -> list[str]:
+    stated = details.get("regime_equivalences") or []
+    if not stated:
+        return []
+    lines = [f"{e['field']}: target {format_cell(e['target'])} read as {format_cell(e['used'])}"
+             " (stated by the caller's regime policy)" for e in stated]
+    own = details.get("regime_of_target")
+    if own:
+        lines.append(f"the target's own regime, unmeasured: {to_json(own)}")
+    return lines
+
+
+def _nearest(nearest: Iterable[Mapping[str, Any]] | None) -> list[str]:
+    """One line per nearest regime: the fields that differ and what it answers at the
+    target (the miss stays a miss)."""
+    lines = []
+    for n in nearest or []:
+        answer = (f"{format_cell(n['latency_us'])} us {n.get('source')} ({n.get('method')})"
+                  if n.get("latency_us") is not None
+                  else f"no answer ({n.get('miss_reason') or 'miss'})")
+        lines.append(f"{n.get('kernel')}: differs in {spell_differs(n.get('differs') or {})}"
+                     f"; {n.get('points')} points; at the target: {answer}")
+        lines.append(f"{INDENT}regime: {to_json(n.get('regime'))}")
+    if lines:
+        lines.append("not used: the answer stays a miss; a regime policy (--regime-policy) "
+                     "may state the values equivalent")
     return lines

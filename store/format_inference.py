@@ -28,6 +28,7 @@ from profstore.lru import LRU
 from profstore.path_lookup import PathRequest, PathRunner
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
 from profstore.provenance import kernel_formats
+from profstore.regime_policy import RegimePolicy
 from profstore.result import Reason
 from profstore.snapshot import SnapshotEngine
 
@@ -58,7 +59,8 @@ class FormatInference:
         return cached
 
     def run(self, path: OperatorPath, prefilled: Prefilled, ctx: TargetContext,
-            profile_id: int, interpolate: bool, exclude: frozenset[int]) -> Attempt:
+            profile_id: int, interpolate: bool, exclude: frozenset[int], *,
+            regime_policy: RegimePolicy | None = None) -> Attempt:
         """A path that reads formats as layout only (``OperatorPath.formats_as_layout``)
         sees no format of a tensor of rank < 4: where every unstated tensor is one, the
         leaf is looked up as it is (its unstated formats read as ND would give the same
@@ -67,7 +69,7 @@ class FormatInference:
         it extracts anything) the flow below runs, and raises what it would raise."""
         def attempt(leaf: LeafOp) -> Attempt:
             return self.runner.run(PathRequest(path, leaf, ctx, profile_id, interpolate,
-                                               exclude))
+                                               exclude, regime_policy))
 
         if path.formats_as_layout and unstated_below_rank(prefilled.leaf, 4):
             as_it_is = attempt(prefilled.leaf)

@@ -4,8 +4,8 @@ interpolation inside the regime (RFC §3.3, §3.4; DESIGN §5)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from profstore.attempt import Attempt
@@ -25,6 +25,9 @@ from profstore.result import (
     most_specific,
 )
 from profstore.simplex import TriangulationCache, interpolate_simplex
+
+if TYPE_CHECKING:
+    from profstore.regime_policy import RegimePolicy
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
 DIAGNOSTIC_REASON = {
@@ -46,6 +49,9 @@ class PathRequest:
     profile_id: int
     interpolate: bool = True
     exclude: frozenset[int] = frozenset()
+    regime_policy: RegimePolicy | None = None
+    """Stated regime equivalences (``profstore.regime_policy``): read where the target's
+    own regime has no point."""
 
 
 def _interpolated(prepared: Prepared, geometry: GeometryResult,
@@ -133,7 +139,9 @@ class PathRunner:
         regime_slice = self.queries.regime_slice(req.profile_id, attempt.kernel, req.path.name,
                                                  target.regime_key, req.exclude)
         if len(regime_slice) == 0:
-            return self._regime_mismatch(req, target, attempt)
+            stated = self._stated(req, target, attempt)
+            return stated if stated is not None else self._regime_mismatch(req, target,
+                                                                           attempt)
         tried: list[dict[str, Any]] = []
         for group in req.path.groups_for(target):
             if len(group) > ceiling:
@@ -209,6 +217,58 @@ class PathRunner:
             return tri
         return interpolate_simplex(coords, values, np.array(goal), triangulation=tri,
                                    axis_names=names)
+
+    def _stated(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt | None:
+        """The answer of the regime the caller's stated equivalences name instead of the
+        target's own (which has no point), with the substitutions in its details; None
+        when none is stated for it or that regime does not answer either."""
+        policy = req.regime_policy
+        applied = policy.apply(req.ctx.entry.op, req.ctx.kernel_type, target.regime) \
+            if policy is not None else None
+        if applied is None:
+            return None
+        regime, used = applied
+        stated = self._answer(replace(req, regime_policy=None),
+                              Extraction(regime, target.axes, target.semantic))
+        equivalences = [u.to_json() for u in used]
+        if stated.result is None:
+            attempt.notes["regime_equivalences_missed"] = {
+                "equivalences": equivalences,
+                "reason": stated.reason.value if stated.reason else None,
+                "message": stated.message}
+            return None
+        stated.result.details["regime_equivalences"] = equivalences
+        stated.result.details["regime_of_target"] = dict(target.regime)
+        return stated
+
+    def add_nearest(self, req: PathRequest, attempt: Attempt) -> None:
+        """On an attempt that missed for want of its regime, the nearest measured regimes
+        in ``notes["nearest_regimes"]`` (store/nearest_regime.py); the dispatcher asks
+        once the whole lookup is a miss, so a hit never pays for them."""
+        from profstore.nearest_regime import nearest_regimes
+
+        target = attempt.target
+        if (attempt.reason is not Reason.REGIME_MISMATCH or target is None
+                or not attempt.notes.get("kernel_points")):
+            return
+        kernel = attempt.kernel
+        regimes = self.queries.regime_keys(req.profile_id, kernel, req.path.name)
+        inner = replace(req, regime_policy=None)
+        found = [n.to_json() for n in nearest_regimes(
+            kernel, target, regimes, lambda other: self._answer_in(inner, other))]
+        if found:
+            attempt.notes["nearest_regimes"] = found
+
+    def _answer_in(self, req: PathRequest, other: Extraction) -> Attempt:
+        """``_answer`` in a neighbouring regime, whose points may have other axes than
+        the target (then no answer: the coordinate means something else there)."""
+        kernel = req.ctx.kernel_type
+        width = self.queries.regime_slice(req.profile_id, kernel, req.path.name,
+                                          other.regime_key, req.exclude).axes.shape[1]
+        if width != len(other.axes):
+            return _fail(Attempt(kernel, target=other), Reason.TARGET_UNAVAILABLE,
+                         f"its points have {width} axes, the target {len(other.axes)}")
+        return self._answer(req, other)
 
     def _regime_mismatch(self, req: PathRequest, target: Extraction, attempt: Attempt) -> Attempt:
         points, regimes = self.queries.regime_stats(req.profile_id, attempt.kernel, req.path.name)

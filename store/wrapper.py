@@ -20,6 +20,7 @@ from profstore.exact import composite, sub_entry
 from profstore.formats import FormatPolicy, prefill
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingEntry, VersionMapping
+from profstore.nearest_regime import MAX_NEAREST
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
 from profstore.result import QueryResult, QuerySource, Reason, most_specific
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from profstore.exact import BaseExact
     from profstore.format_inference import FormatInference
     from profstore.path_lookup import PathRunner
+    from profstore.regime_policy import RegimePolicy
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class LookupOptions:
     interpolation: bool = True
     exclude: frozenset[int] = frozenset()
     formats: FormatPolicy | None = None
+    regimes: RegimePolicy | None = None
 
 
 class Dispatcher:
@@ -113,7 +116,8 @@ class Dispatcher:
         for kernel in entry.kernels:
             ctx = TargetContext(entry, kernel, profile.mapping.policy(kernel))
             attempt = self.inference.run(path, prefilled, ctx, profile.id,
-                                         options.interpolation, options.exclude)
+                                         options.interpolation, options.exclude,
+                                         regime_policy=options.regimes)
             attempts.append(attempt)
             if attempt.result is not None:
                 return _finish(attempt.result, entry, kernel, owns_exact, base_attempts)
@@ -122,8 +126,20 @@ class Dispatcher:
         if base is not None:
             base.details["interpolation_attempts"] = [a.summary() for a in attempts]
             return base
+        self._add_nearest(attempts, entry, profile, options, path)
         note = "" if options.interpolation else "interpolation disabled"
         return _miss_from(base_attempts, attempts, leaf, note)
+
+    def _add_nearest(self, attempts: list[Attempt], entry: MappingEntry, profile: Profile,
+                     options: LookupOptions, path: OperatorPath) -> None:
+        """The lookup is a miss: its regime misses name their nearest regimes."""
+        from profstore.path_lookup import PathRequest
+
+        for attempt in attempts:
+            ctx = TargetContext(entry, attempt.kernel, profile.mapping.policy(attempt.kernel))
+            self.runner.add_nearest(PathRequest(path, None, ctx, profile.id,
+                                                options.interpolation, options.exclude),
+                                    attempt)
 
     def _base(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
               options: LookupOptions) -> tuple[QueryResult | None, list[Attempt]]:
@@ -166,8 +182,10 @@ def _finish(result: QueryResult, entry: MappingEntry, kernel: str, owns_exact: b
 
 def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: LeafOp,
                note: str) -> QueryResult:
-    """A miss whose reason is the most specific one among the attempts."""
+    """A miss whose reason is the most specific one among the attempts; the nearest regimes
+    of its regime misses (store/nearest_regime.py) lifted to ``nearest_regimes``."""
     chosen = _primary_reason(attempts or base_attempts)
+    nearest = [n for a in attempts for n in a.notes.pop("nearest_regimes", [])]
     details: dict[str, Any] = {
         "attempted_kernels": [a.summary() for a in attempts],
         "base_attempts": [a.summary() for a in base_attempts],
@@ -181,6 +199,9 @@ def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: Leaf
         details["last_geometry"] = geometry[-1]
     if note:
         details["note"] = note
+    if nearest:
+        details["nearest_regimes"] = sorted(nearest, key=lambda n: len(n["differs"]))[
+            :MAX_NEAREST]
     return QueryResult.miss(chosen, **details)
 
 

@@ -16,6 +16,7 @@ from profstore.cli.common import CliError, db_url
 from profstore.cli.lookup_cmd import open_store
 from profstore.cli.output import Column, print_json, print_table, to_json
 from profstore.cli.progress import ProgressBar
+from profstore.cli.regime_option import checked_regime_policy
 from profstore.evaluation import bench as benchmod
 from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import HoldoutReport, run_holdout
@@ -23,6 +24,7 @@ from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
+from profstore.fallback_price import lines_of
 
 OP_COLUMNS = [Column("op", "OP", clip=48), Column("calls", "CALLS", True),
               Column("unique_shapes", "SHAPES", True), Column("latency_us", "LATENCY_US", True),
@@ -37,7 +39,8 @@ def replay(args: argparse.Namespace) -> int:
                 store, args.workload, args.version,
                 interpolation=not args.disable_profiling_interpolation,
                 num_devices=args.num_devices, ep_size=args.ep_size,
-                progress=ProgressBar("replay", "shapes"))
+                progress=ProgressBar("replay", "shapes"),
+                regime_policy=checked_regime_policy(args, store))
         except ValueError as exc:
             raise CliError(str(exc)) from None
         found = None
@@ -78,6 +81,9 @@ def print_replay(result: ReplayReport, variants: bool = False) -> None:
     print_table(dist, [Column("source", "SOURCE"), Column("calls", "CALLS", True),
                        Column("share", "SHARE", True), Column("shapes", "SHAPES", True),
                        Column("latency_us", "LATENCY_US", True)], title="\nsources")
+    prices = lines_of(result.fallback_prices, "trace")
+    if prices:
+        print("\n" + "\n".join(prices))
     print(f"  (MEASURED includes {result.zero_cost_calls} calls answered 0 by zero_cost / "
           "accepted_miss mapping entries)")
     reasons = [{"reason": k, "calls": v, "shapes": result.miss_reasons_by_shapes[k]}

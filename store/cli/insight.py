@@ -28,6 +28,7 @@ from profstore.evaluation.uncertainty import (
     op_errors,
 )
 from profstore.evaluation.workload import Workload, load_workload, run_workload
+from profstore.fallback_price import lines_of
 from profstore.ingest.writer import BASE_HEADER
 
 PROFILER_COLUMNS = ["Type", *(c for c in BASE_HEADER if c.startswith(("Input", "Output")))]
@@ -111,6 +112,9 @@ def print_gaps(report: GapReport) -> None:
                        Column("dtypes", "INPUT DATA TYPES", clip=30),
                        Column("serves", "FOR", clip=50)], title="\nprofiling plan",
                 empty="nothing to plan")
+    prices = lines_of(report.fallback_prices, "estimate")
+    if prices:
+        print("\n" + "\n".join(prices))
 
 
 def diff(args: argparse.Namespace) -> int:

@@ -20,10 +20,12 @@ from profstore.cli.common import (
     read_mode,
 )
 from profstore.cli.output import print_json, to_json
+from profstore.cli.regime_option import checked_regime_policy
 from profstore.explain import explain_lines
 from profstore.formats import FormatPolicy
 from profstore.leaf import LeafOp
 from profstore.mapping import MappingError, VersionMapping, load_mapping
+from profstore.regime_policy import RegimePolicy
 from profstore.result import Reason
 
 
@@ -75,17 +77,20 @@ def lookup(args: argparse.Namespace) -> int:
     interpolation = not args.disable_profiling_interpolation
     with open_store(args) as store, _input(args.input) as lines:
         policy = format_policy(args, store)
+        regimes = checked_regime_policy(args, store)
         for line in lines:
             if not line.strip():
                 continue
-            answer = answer_line(store, line.strip(), args.version, interpolation, policy)
+            answer = answer_line(store, line.strip(), args.version, interpolation, policy,
+                                 regimes)
             sys.stdout.write(to_json(answer) + "\n")
             sys.stdout.flush()
     return 0
 
 
 def answer_line(store: Store, line: str, version: str, interpolation: bool,
-                policy: FormatPolicy | None = None) -> dict[str, Any]:
+                policy: FormatPolicy | None = None,
+                regimes: RegimePolicy | None = None) -> dict[str, Any]:
     """One output object: the query's id and the result, or an invalid_descriptor line."""
     query_id, parsed = split_id(line)
     try:
@@ -94,7 +99,8 @@ def answer_line(store: Store, line: str, version: str, interpolation: bool,
         return {"id": query_id, "latency_us": None, "source": None,
                 "reason": Reason.INVALID_DESCRIPTOR.value, "confidence": 0.0,
                 "details": {"error": str(exc)}}
-    result = store.lookup(leaf, version, interpolation, format_policy=policy)
+    result = store.lookup(leaf, version, interpolation, format_policy=policy,
+                          regime_policy=regimes)
     return {"id": query_id, **result.as_dict()}
 
 
@@ -132,7 +138,8 @@ def explain(args: argparse.Namespace) -> int:
         raise CliError(str(exc), code=2) from None
     with open_store(args) as store:
         result = store.lookup(leaf, args.version, not args.disable_profiling_interpolation,
-                              format_policy=format_policy(args, store))
+                              format_policy=format_policy(args, store),
+                              regime_policy=checked_regime_policy(args, store))
         profile = store.profile(args.version)
         entry = profile.mapping.entry(leaf.op) if profile else None
     if args.json:

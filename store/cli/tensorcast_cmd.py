@@ -20,7 +20,8 @@ def tensorcast(args: argparse.Namespace) -> int:
     url = db_url(args)
     check_database(url)
     settings = Settings(url, _version(url, args.version), _json_option(args.context, "--context"),
-                        _policy(args.format_policy), compare_dir=_compare_dir(args, url))
+                        _policy(args.format_policy), compare_dir=_compare_dir(args, url),
+                        regime_policy=_regimes(args))
     request = CommandRequest(args.tensorcast_command, settings, tuple(args.upstream_args),
                              args.tensorcast_root, args.stats_json, args.fallbacks,
                              args.compare_table if args.compare else None)
@@ -70,6 +71,13 @@ def _policy(text: str | None) -> dict[str, Any] | None:
     if Path(text).is_file():
         text = Path(text).read_text(encoding="utf-8")
     return _json_option(text, "--format-policy")
+
+
+def _regimes(args: argparse.Namespace) -> dict[str, Any] | None:
+    from profstore.cli.regime_option import load_regime_policy
+
+    policy = load_regime_policy(args)  # checked against the version by the installation
+    return None if policy is None else policy.to_json()
 
 
 def _compare_dir(args: argparse.Namespace, url: str) -> str | None:

@@ -22,7 +22,7 @@ model with the most simulated time.
 
 
 def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
-    from profstore.cli.verbs import Run
+    from profstore.cli.verbs import Run, add_regime_policy_option
 
     p = subparsers.add_parser(
         "tensorcast", parents=[db_options()], description=DESCRIPTION,
@@ -42,6 +42,7 @@ def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
                    help="LeafContext fields for every leaf, e.g. '{\"phase\": \"decode\"}'")
     p.add_argument("--format-policy", metavar="JSON|FILE",
                    help="formats for the tensors TensorCast leaves unstated (see `lookup`)")
+    add_regime_policy_option(p)
     p.add_argument("--compare", action="store_true",
                    help="also ask upstream's own data source on the version's CSV directory "
                         "for every op (the simulation uses profstore's answer) and write "

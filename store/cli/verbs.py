@@ -132,6 +132,18 @@ def register_lookup(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=Run(LOOKUP, "explain"))
 
 
+REGIME_POLICY_HELP = (
+    "a JSON or YAML file of stated regime equivalences, per op or kernel and regime field, "
+    "e.g. '{\"ops\": {\"tensor_cast.dynamic_quantize_symmetric.default\": {\"scale_mode\": "
+    "{\"per_tensor\": \"per_token\"}}}}': a target whose own regime has no row reads the "
+    "stated one, and its answer says so (regime_equivalences); profstore never assumes one")
+
+
+def add_regime_policy_option(parser: argparse.ArgumentParser) -> None:
+    """``--regime-policy FILE`` (profstore.cli.regime_option reads it)."""
+    parser.add_argument("--regime-policy", metavar="FILE", help=REGIME_POLICY_HELP)
+
+
 def _lookup_options(parser: argparse.ArgumentParser) -> None:
     add_version_option(parser)
     parser.add_argument("--disable-profiling-interpolation", action="store_true",
@@ -145,6 +157,7 @@ def _lookup_options(parser: argparse.ArgumentParser) -> None:
                              "'{\"ops\": {\"aten.mm.default\": {\"1\": \"FRACTAL_NZ\"}}}'; "
                              "'{\"default\": \"infer\"}' resolves every format not stated "
                              "from the mapping and the measured rows (a JSON text or file)")
+    add_regime_policy_option(parser)
 
 
 def register_evaluation(subparsers: argparse._SubParsersAction) -> None:
@@ -155,6 +168,7 @@ def register_evaluation(subparsers: argparse._SubParsersAction) -> None:
     _store_options(p)
     _replay_options(p)
     p.add_argument("--variants", action="store_true", help="also list every shape variant")
+    add_regime_policy_option(p)
     p.add_argument("--interval", action="store_true",
                    help="the total's p10-p90 interval from hold-out errors (profstore.cli.insight)")
     p.add_argument("--draws", type=_positive, default=4000, metavar="N",

@@ -29,6 +29,7 @@ from profstore.api import Store
 from profstore.evaluation.plan_points import Coordinate, ProposedPoint, Target, propose
 from profstore.evaluation.standin import standin_store
 from profstore.evaluation.workload import Answer, Workload, WorkloadRun, run_workload
+from profstore.fallback_price import PricedMiss, prices
 from profstore.ingest.writer import Row
 from profstore.paths.base import Refusal, TargetContext
 from profstore.paths.registry import path_for, selector_of
@@ -56,6 +57,9 @@ class Gap:
     not_planned: str | None = None
     """Why no point is planned (None: planned or plannable)."""
     points: list[int] = field(default_factory=list)
+    nearest_latency_us: float | None = None
+    """A miss's nearest measured regime's answer per call (store/nearest_regime.py)."""
+    nearest_differs: dict[str, list[Any]] | None = None
 
 
 @dataclass
@@ -105,6 +109,9 @@ class GapReport:
     after: Coverage | None
     accepted_rows: dict[str, int]
     covered_after: int = 0
+    fallback_prices: list[dict[str, Any]] = field(default_factory=list)
+    """Per missed op: calls, the time at the gaps' estimates and the time their nearest
+    measured regimes would give, the largest difference first."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -204,9 +211,19 @@ def find_gaps(store: Store, run: WorkloadRun) -> tuple[list[Gap], list[Target | 
         else:
             gap = Gap(v.op, v.index, v.calls, source, o.reason, o.kernel, o.path, None, [],
                       estimate, latency, latency * v.calls, target)
+        gap.nearest_latency_us = o.nearest_latency_us
+        gap.nearest_differs = o.nearest_differs
         gaps.append(gap)
         targets.append(target)
     return gaps, targets, data
+
+
+def gap_prices(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
+    """``GapReport.fallback_prices``: the missed gaps at their estimates against their
+    nearest regimes (``profstore.fallback_price``)."""
+    return [p.to_json() for p in prices(
+        PricedMiss(g.op, g.calls, g.latency_us, g.nearest_latency_us, g.nearest_differs)
+        for g in gaps if g.source == "miss")]
 
 
 def group_gaps(gaps: Sequence[Gap], data: _Data) -> list[GapGroup]:
@@ -328,7 +345,8 @@ def plan_gaps(store: Store, workload: Workload, version: str, *, budget: int | N
             gaps[g].points.append(point.id)
     estimates = {(g.op, g.index): g.latency_us for g in gaps if g.source == "miss"}
     report = GapReport(run.report.workload, version, budget, gaps, groups, plan,
-                       coverage(run, estimates), None, {})
+                       coverage(run, estimates), None, {},
+                       fallback_prices=gap_prices(gaps))
     if plan:
         rows: dict[str, list[Row]] = {}
         for key in keys:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
+from profstore.fallback_price import PricedMiss, prices
 from profstore.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.regime_policy import RegimePolicy
 from profstore.result import QueryResult, Reason
 from profstore.shapes import parse_shape_text
 
@@ -59,6 +61,9 @@ class VariantOutcome:
     axes: list[str]
     filled_dtypes: int
     error: str | None = None
+    nearest_latency_us: float | None = None
+    """A miss's nearest measured regime's answer (store/nearest_regime.py), if one answers."""
+    nearest_differs: dict[str, list[Any]] | None = None
 
 
 @dataclass
@@ -96,6 +101,10 @@ class ReplayReport:
     unmapped_ops: list[dict[str, Any]]
     filled_dtypes: dict[str, Any]
     variants: list[VariantOutcome] = field(default_factory=list)
+    fallback_prices: list[dict[str, Any]] = field(default_factory=list)
+    """Per missed op: calls, the trace's own time for them (0 without one: a miss adds
+    nothing) and the time their nearest measured regimes would give, the largest
+    difference first (``profstore.fallback_price``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,12 +193,15 @@ def _outcome(variant: Variant, result: QueryResult | None) -> VariantOutcome:
                               Reason.INVALID_DESCRIPTOR.value, None, None, None, None, [],
                               variant.filled_dtypes, variant.error)
     details = result.details
+    near: dict[str, Any] = next((n for n in details.get("nearest_regimes") or []
+                                 if n.get("latency_us") is not None), {})
     return VariantOutcome(
         variant.op, variant.index, variant.calls, shapes, result.latency_us,
         result.source.value if result.source is not None else "miss",
         result.reason.value if result.reason is not None else None,
         details.get("method"), details.get("path"), details.get("kernel_type"),
-        details.get("interpolation_dim"), _used_axes(details), variant.filled_dtypes)
+        details.get("interpolation_dim"), _used_axes(details), variant.filled_dtypes,
+        nearest_latency_us=near.get("latency_us"), nearest_differs=near.get("differs"))
 
 
 def _used_axes(details: Mapping[str, Any]) -> list[str]:
@@ -201,15 +213,17 @@ def _used_axes(details: Mapping[str, Any]) -> list[str]:
 def replay_workload(store: Store, path_or_dict: str | Path | Mapping[str, Any], version: str,
                     *, interpolation: bool = True, num_devices: int | None = None,
                     ep_size: int | None = None, fill_dtype: str | None = None,
-                    progress: ProgressFn | None = None) -> ReplayReport:
-    """Look up every shape variant of a trace and aggregate, count-weighted."""
+                    progress: ProgressFn | None = None,
+                    regime_policy: RegimePolicy | None = None) -> ReplayReport:
+    """Look up every shape variant of a trace and aggregate, count-weighted
+    (``regime_policy``: stated regime equivalences, store/regime_policy.py)."""
     trace, label = load_trace(path_or_dict)
     fill = fill_dtype or dominant_dtype(trace)
     variants = trace_variants(trace, trace_context(trace, num_devices, ep_size), fill)
     outcomes = []
     for done, variant in enumerate(variants, start=1):
-        result = None if variant.leaf is None else store.lookup(variant.leaf, version,
-                                                                 interpolation)
+        result = None if variant.leaf is None else store.lookup(
+            variant.leaf, version, interpolation, regime_policy=regime_policy)
         outcomes.append(_outcome(variant, result))
         if progress is not None:
             progress(done, len(variants))
@@ -256,7 +270,19 @@ def summarise(outcomes: list[VariantOutcome], trace: Mapping[str, Any], label: s
         filled_dtypes={"dtype": options["fill_dtype"], "tensors": sum(o.filled_dtypes
                                                                       for o in filled),
                        "variants": len(filled), "calls": sum(o.calls for o in filled)},
-        variants=outcomes)
+        variants=outcomes, fallback_prices=missed_prices(outcomes, trace))
+
+
+def missed_prices(outcomes: list[VariantOutcome], trace: Mapping[str, Any]
+                  ) -> list[dict[str, Any]]:
+    """``ReplayReport.fallback_prices``: the misses priced at the trace's own per-call
+    figure (``total_duration_us / count``; 0 without one) against their nearest regimes."""
+    per_call = {str(op.get("op_name")): float(op["total_duration_us"]) / op["count"]
+                for op in trace.get("ops") or []
+                if op.get("count") and isinstance(op.get("total_duration_us"), (int, float))}
+    return [p.to_json() for p in prices(
+        PricedMiss(o.op, o.calls, per_call.get(o.op, 0.0), o.nearest_latency_us,
+                   o.nearest_differs) for o in outcomes if o.source == "miss")]
 
 
 def _sorted(counter: Counter) -> dict[str, int]:

@@ -79,7 +79,8 @@ def run(request: CommandRequest) -> CommandResult:
         settings = replace(request.settings, run_dir=run_dir)
         installer.install(settings.db, settings.version, context=settings.context,
                           format_policy=settings.format_policy, run_dir=run_dir,
-                          compare_dir=settings.compare_dir)
+                          compare_dir=settings.compare_dir,
+                          regime_policy=settings.regime_policy)
         settings.to_environment()
         start = perf_counter()
         try:

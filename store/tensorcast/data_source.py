@@ -46,6 +46,7 @@ from profstore.api import Store
 from profstore.formats import FormatPolicy
 from profstore.leaf import LeafContext, LeafOp
 from profstore.mapping import VersionMapping, load_mapping, merge_overlay
+from profstore.regime_policy import RegimePolicy
 from profstore.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
 from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation
@@ -110,6 +111,9 @@ class ProfstoreDataSource:
     misses as they label their own; profstore's code stays in ``last_result.reason`` and
     in ``last_miss_details["profstore_reason"]``. The
     default ``"profstore"`` reports profstore's code. Anything else is a ``ValueError``.
+
+    ``regime_policy`` states regime equivalences (``profstore.regime_policy``: a
+    ``RegimePolicy`` or its JSON object), checked here against the version.
     """
 
     def __init__(self, db: str | os.PathLike[str] | Store, version: str, *,
@@ -118,7 +122,8 @@ class ProfstoreDataSource:
                  mapping_overlay: str | os.PathLike[str] | VersionMapping | None = None,
                  format_of: FormatOf | None = None, context: ContextArg = None,
                  format_policy: FormatPolicy | Mapping[str, Any] | None = None,
-                 details: str = "full", miss_codes: MissCodes = "profstore") -> None:
+                 details: str = "full", miss_codes: MissCodes = "profstore",
+                 regime_policy: RegimePolicy | Mapping[str, Any] | None = None) -> None:
         if details not in ("full", "compact"):
             raise ValueError(f"details: 'full' or 'compact', got {details!r}")
         self.compact = details == "compact"
@@ -130,6 +135,8 @@ class ProfstoreDataSource:
         self.context = base
         self.format_policy = (None if format_policy is None
                               else FormatPolicy.from_json(format_policy))
+        self.regime_policy = (None if regime_policy is None
+                              else RegimePolicy.from_json(regime_policy))
         self.store, self._owns_store = _open(db, _overlay(mapping_overlay))
         self.version = version
         self.interpolation = bool(interpolation)
@@ -145,12 +152,14 @@ class ProfstoreDataSource:
             known = ", ".join(self.store.versions()) or "none"
             self.close()
             raise ValueError(f"version {version!r} is not in the database; ingested: {known}")
-        if self.format_policy is not None:
-            try:
+        try:
+            if self.format_policy is not None:
                 self.format_policy.check_ops(profile.mapping.entries, version)
-            except ValueError:
-                self.close()
-                raise
+            if self.regime_policy is not None:
+                self.store.check_regime_policy(self.regime_policy, profile)
+        except ValueError:
+            self.close()
+            raise
 
     def context_for(self, op_invoke_info: Any) -> LeafContext:
         """The configured context of one invocation (the callable's answer merged in)."""
@@ -175,7 +184,8 @@ class ProfstoreDataSource:
                                       message=message)
             return self._settle(result, None)
         return self._settle(self.store.lookup(leaf, self.version, self.interpolation,
-                                              format_policy=self.format_policy), leaf)
+                                              format_policy=self.format_policy,
+                                              regime_policy=self.regime_policy), leaf)
 
     def _read_row_shapes(self, file_name: str, line_no: int) -> ShapeList:
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)

@@ -33,12 +33,13 @@ _ACTIVE: dict[str, Any] = {}
 def install(db: str | os.PathLike[str], version: str, *,
             context: dict[str, Any] | None = None,
             format_policy: dict[str, Any] | None = None,
-            run_dir: str | None = None, compare_dir: str | None = None) -> Settings:
+            run_dir: str | None = None, compare_dir: str | None = None,
+            regime_policy: dict[str, Any] | None = None) -> Settings:
     """Make every ``ModelRunner`` this process builds use profstore; returns the settings
     (``to_environment()`` hands them to worker processes). The database and the version
     are checked here: a ``ValueError`` names what is wrong before anything runs."""
     settings = Settings(os.fspath(db), version, dict(context or {}), format_policy,
-                        run_dir, compare_dir)
+                        run_dir, compare_dir, regime_policy)
     check(settings)
     install_settings(settings)
     return settings
@@ -48,7 +49,8 @@ def check(settings: Settings) -> None:
     """Open the store and build one data source, as every process will."""
     ProfstoreDataSource(shared_store(settings.db), settings.version,
                         context=settings.context or None,
-                        format_policy=settings.format_policy).close()
+                        format_policy=settings.format_policy,
+                        regime_policy=settings.regime_policy).close()
 
 
 def install_settings(settings: Settings) -> None:
@@ -124,7 +126,7 @@ def _data_source(settings: Settings, user_input: Any) -> ProfstoreDataSource:
         ep_size=parallel.expert_parallel_size, tp_size=parallel.tensor_parallel_size,
         interpolation=not getattr(user_input, "disable_profiling_interpolation", False),
         context=settings.context or None, format_policy=settings.format_policy,
-        details="compact", miss_codes="upstream")
+        details="compact", miss_codes="upstream", regime_policy=settings.regime_policy)
 
 
 @functools.cache

@@ -22,6 +22,8 @@ class Miss:
     op: str
     reason: str
     label: str
+    nearest: dict[str, Any] | None = None
+    """The first nearest regime that answers (``details["nearest_regimes"]``), if any."""
 
 
 class MeteredDataSource:
@@ -44,16 +46,21 @@ class MeteredDataSource:
         start = perf_counter()
         answer = self.inner.lookup(op_invoke_info)
         seconds = perf_counter() - start
-        if answer is not None and answer.source is not None:
-            self.stats.answered(answer.source.value, seconds)
-            self.last_miss = None
-            return answer
         result = self.inner.last_result
+        if answer is not None:
+            self.stats.answered(answer.source.value if answer.source else "unknown", seconds)
+            self.last_miss = None
+            stated = result.details.get("regime_equivalences") if result is not None else None
+            if stated:
+                self.stats.equivalences[_op_of(op_invoke_info) + ": " + _spelled(stated)] += 1
+            return answer
         reason = result.reason.value if result is not None and result.reason else "unknown"
         label = self.inner.last_miss_reason or reason
         self.stats.missed(reason, label, seconds)
-        op = str(getattr(op_invoke_info, "func", "?")).removeprefix("torch.ops.")
-        self.last_miss = Miss(self.inner.last_leaf, op, reason, label)
+        nearest = next((n for n in (result.details.get("nearest_regimes") or [])
+                        if n.get("latency_us") is not None), None) if result else None
+        self.last_miss = Miss(self.inner.last_leaf, _op_of(op_invoke_info), reason, label,
+                              nearest)
         return None
 
     def fallback(self, analytic_us: float) -> Fallback | None:
@@ -66,9 +73,19 @@ class MeteredDataSource:
         key = json.dumps(leaf, sort_keys=True)
         found = self.stats.fallbacks.get(key)
         if found is None:
-            found = self.stats.fallbacks[key] = Fallback(miss.op, leaf, miss.reason, miss.label,
-                                                         analytic_us)
+            near = miss.nearest or {}
+            found = self.stats.fallbacks[key] = Fallback(
+                miss.op, leaf, miss.reason, miss.label, analytic_us,
+                nearest_us=near.get("latency_us"), differs=near.get("differs"))
         return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def _op_of(op_invoke_info: Any) -> str:
+    return str(getattr(op_invoke_info, "func", "?")).removeprefix("torch.ops.")
+
+
+def _spelled(equivalences: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{e['field']} {e['target']} → {e['used']}" for e in equivalences)

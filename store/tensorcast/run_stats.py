@@ -28,10 +28,18 @@ class Fallback:
     label: str
     analytic_us: float
     calls: int = 0
+    nearest_us: float | None = None
+    """What the miss's nearest measured regime answers for one call (None: none answers)."""
+    differs: dict[str, list[Any]] | None = None
+    """The fields in which that regime differs: ``{field: [target, theirs]}``."""
 
     @property
     def time_us(self) -> float:
         return self.analytic_us * self.calls
+
+    @property
+    def nearest_time_us(self) -> float | None:
+        return None if self.nearest_us is None else self.nearest_us * self.calls
 
 
 @dataclass
@@ -50,6 +58,8 @@ class ProcessStats:
     """Misses by ``reason->label`` (the label: TensorCast's own code for the miss)."""
     fallbacks: dict[str, Fallback] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    equivalences: Counter[str] = field(default_factory=Counter)
+    """Answers that used a stated regime equivalence, by op and substitution."""
 
     def answered(self, source: str, seconds: float) -> None:
         self.lookups += 1
@@ -67,7 +77,8 @@ class ProcessStats:
             "pid", "data_sources", "setup_seconds", "lookups", "lookup_seconds", "calls",
             "errors")}
         data.update(sources=dict(self.sources), misses=dict(self.misses), labels=dict(self.labels),
-                    fallbacks=[asdict(f) for f in self.fallbacks.values()])
+                    fallbacks=[asdict(f) for f in self.fallbacks.values()],
+                    equivalences=dict(self.equivalences))
         return data
 
     @classmethod
@@ -75,7 +86,7 @@ class ProcessStats:
         fallbacks = [Fallback(**f) for f in data.pop("fallbacks")]
         stats = cls(**data)
         stats.sources, stats.misses = Counter(stats.sources), Counter(stats.misses)
-        stats.labels = Counter(stats.labels)
+        stats.labels, stats.equivalences = Counter(stats.labels), Counter(stats.equivalences)
         stats.fallbacks = {json.dumps(f.leaf, sort_keys=True): f for f in fallbacks}
         return stats
 

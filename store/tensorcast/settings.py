@@ -21,7 +21,8 @@ class Settings:
     ``format_policy`` as ``ProfstoreDataSource`` takes them; ``run_dir``: where each
     process writes its statistics (None: none are kept); ``compare_dir``: a version
     directory of CSVs whose upstream data source is asked beside profstore (None: no
-    comparison)."""
+    comparison); ``regime_policy``: stated regime equivalences as ``ProfstoreDataSource``
+    takes them (JSON)."""
 
     db: str
     version: str
@@ -29,6 +30,7 @@ class Settings:
     format_policy: dict[str, Any] | None = None
     run_dir: str | None = None
     compare_dir: str | None = None
+    regime_policy: dict[str, Any] | None = None
 
     def to_environment(self) -> None:
         os.environ[ENVIRONMENT] = json.dumps(asdict(self), sort_keys=True)

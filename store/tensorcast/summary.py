@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profstore.fallback_price import Price, PricedMiss, price_lines, prices
 from profstore.tensorcast.run_stats import Fallback, RunSummary
 
 
@@ -45,14 +46,21 @@ def to_json(summary: RunSummary, timing: Timing, top: int = 20) -> dict[str, Any
                    for reason, count in summary.counter("misses").most_common()},
         "fallback_time_us": sum(f.time_us for f in fallbacks),
         "fallbacks": [_fallback_json(f) for f in fallbacks[:top]],
+        "fallback_prices": [p.to_json() for p in _prices(fallbacks)[:top]],
+        "regime_equivalences": dict(summary.counter("equivalences").most_common()),
         "errors": summary.errors(),
     }
+
+
+def _prices(fallbacks: list[Fallback]) -> list[Price]:
+    return prices(PricedMiss(f.op, f.calls, f.analytic_us, f.nearest_us, f.differs)
+                  for f in fallbacks)
 
 
 def _fallback_json(item: Fallback) -> dict[str, Any]:
     return {"op": item.op, "calls": item.calls, "analytic_us": item.analytic_us,
             "time_us": item.time_us, "reason": item.reason, "tensorcast_label": item.label,
-            "leaf": item.leaf}
+            "leaf": item.leaf, "nearest_us": item.nearest_us, "differs": item.differs}
 
 
 def render(summary: RunSummary, timing: Timing, top: int = 10) -> str:
@@ -76,6 +84,10 @@ def render(summary: RunSummary, timing: Timing, top: int = 10) -> str:
         for item in data["fallbacks"]:
             lines.append(f"    {item['op']:<48} {item['calls']:>6} {item['time_us']:>10.1f}  "
                          f"{item['reason']}  {_shapes(item['leaf'])}")
+    lines += price_lines(_prices(summary.fallbacks()), "analytic", top)
+    if data["regime_equivalences"]:
+        lines.append("  answers through stated regime equivalences: " + ", ".join(
+            f"{k} ({n} lookups)" for k, n in data["regime_equivalences"].items()))
     return "\n".join(lines)
 
 

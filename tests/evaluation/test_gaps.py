@@ -158,3 +158,20 @@ def test_workload_that_is_not_a_trace(gap_db, tmp_path, capsys, text):
 def test_library_budget_error(gap_store):
     with pytest.raises(ValueError, match="budget must be a positive"):
         plan_gaps(gap_store, load_workload(TRACE), "v0.18", budget=-1)
+
+
+def test_a_new_regime_gap_is_priced_against_its_nearest_regime(gap_store):
+    """other_norm (hidden 4096) has no regime of its own; the nearest is the measured hidden
+    7168 regime, which interpolates tokens 25 to 2 · 2.5 + 3 = 8.0 us per call (the linear
+    fixture); the gap's own estimate is the trace's 100 us per call."""
+    report = plan_gaps(gap_store, load_workload(TRACE), "v0.18")
+    [price] = [p for p in report.fallback_prices if p["op"] == OTHER_OP]
+    assert (price["calls"], price["time_us"]) == (3, 300.0)
+    assert price["nearest_time_us"] == pytest.approx(24.0)
+    assert price["difference_us"] == pytest.approx(-276.0)
+    assert "4096" in price["differs"] and "7168" in price["differs"]
+    [gap] = [g for g in report.gaps if g.op == OTHER_OP]
+    assert gap.nearest_latency_us == pytest.approx(8.0)
+    # the range miss of rms_norm is no regime miss: no nearest regime, no nearest time
+    [rms] = [p for p in report.fallback_prices if p["op"] == RMS_OP]
+    assert (rms["calls"], rms["nearest_time_us"], rms["differs"]) == (2, None, "")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from profstore.evaluation.replay import SOURCES, apportion, replay_workload
+from profstore.regime_policy import RegimePolicy
 
 from tests.conftest import WORKLOADS, requires_perfdb
 
@@ -122,3 +123,36 @@ def test_a_variant_that_is_no_valid_descriptor_is_a_counted_miss(linear_store):
     assert "'(2, -1)'" in bad.error
     assert report.total_latency_us == pytest.approx(2 * 7.0)
     assert report.miss_reasons_by_calls == {"invalid_descriptor": 1}
+
+
+SYM = "tensor_cast.dynamic_quantize_symmetric.default"
+PER_TENSOR_TRACE = {
+    "model": "moe", "scenario": "decode", "total_ops": 7,
+    "ops": [{"op_name": SYM, "count": 7, "total_duration_us": 14.0, "shape_variants": [
+        {"input_shapes": ["(12, 2048)"], "input_dtypes": ["float16"],
+         "output_shapes": ["(12, 2048)", "()"], "output_dtypes": ["int8", "float32"]}]}],
+}
+"""TensorCast's per-tensor activation quantization: one variant, 7 calls, the trace's own
+figure 14.0 / 7 = 2.0 us per call. DynamicQuant.csv (v0.18) line 1367 (header = line 1)
+measures the per-token ``12,2048`` float16 call at 5.617396 us; no per-tensor float16 row."""
+
+
+@requires_perfdb
+def test_replay_prices_a_regime_miss_against_its_nearest_regime(perfdb_store):
+    report = replay_workload(perfdb_store, PER_TENSOR_TRACE, "v0.18")
+    assert report.miss_reasons_by_calls == {"regime_mismatch": 7}
+    assert report.total_latency_us == 0.0  # a miss adds nothing
+    [price] = report.fallback_prices
+    assert price == {"op": SYM, "calls": 7, "time_us": 14.0,
+                     "nearest_time_us": pytest.approx(7 * 5.617396),
+                     "difference_us": pytest.approx(7 * 5.617396 - 14.0),
+                     "differs": "scale_mode per_tensor → per_token"}
+
+
+@requires_perfdb
+def test_replay_with_the_stated_equivalence_answers_the_calls(perfdb_store):
+    policy = RegimePolicy.from_json({"ops": {SYM: {"scale_mode": {"per_tensor": "per_token"}}}})
+    report = replay_workload(perfdb_store, PER_TENSOR_TRACE, "v0.18", regime_policy=policy)
+    assert report.source_by_calls["MEASURED"] == 7
+    assert report.total_latency_us == pytest.approx(7 * 5.617396)
+    assert report.fallback_prices == []
