@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from profstore.tensorcast.draw_spec import DrawSpec
+
 ENVIRONMENT = "PROFSTORE_TENSORCAST"
 
 
@@ -21,7 +23,7 @@ class Settings:
     ``format_policy`` as ``ProfstoreDataSource`` takes them; ``run_dir``: where each
     process writes its statistics (None: none are kept); ``compare_dir``: a version
     directory of CSVs whose upstream data source is asked beside profstore (None: no
-    comparison)."""
+    comparison); ``draw``: the draw this run simulates (None: the search as measured)."""
 
     db: str
     version: str
@@ -29,6 +31,7 @@ class Settings:
     format_policy: dict[str, Any] | None = None
     run_dir: str | None = None
     compare_dir: str | None = None
+    draw: DrawSpec | None = None
 
     def to_environment(self) -> None:
         os.environ[ENVIRONMENT] = json.dumps(asdict(self), sort_keys=True)
@@ -39,4 +42,5 @@ class Settings:
         if not text:
             return None
         data = json.loads(text)
+        data["draw"] = DrawSpec.from_json(data.get("draw"))
         return cls(**data)
