@@ -5,13 +5,15 @@ The error distribution of an answer is the one ``replay --interval`` uses
 ``answer / (1 + r)`` for a leave-one-out error ``r`` of its regime (else kernel, else
 path) at its dimension; a MEASURED answer with duplicate rows is one of its rows; one
 backed by a single row is ``answer · (1 + d)`` for a duplicate deviation ``d`` of its
-kernel (else the version); zero-cost and PARTIAL answers have none. A draw picks one
-value of the pool uniformly, so the multiplier is ``truth / answer``.
+kernel (else the version); zero-cost and PARTIAL answers have none. As multipliers
+``truth / answer``, sorted ascending, that pool is the answer's ``Distribution``; a draw
+picks one of them uniformly.
 
 **The seed rule.** Which value is picked depends on nothing but the user's seed, the draw
 index and the answer's identity (``identity``): the first 8 bytes of
 ``sha256(json.dumps([seed, index, identity], separators=(",", ":")))``, big-endian, seed
-a ``numpy.random.default_rng``; its ``integers(0, len(pool))`` is the index into the pool.
+a ``numpy.random.default_rng``; its ``integers(0, len(pool))`` is the index into the
+sorted multipliers.
 So within one draw the same regime and coordinate (or the same measured rows) get the
 same error in every process and every configuration, and the draws differ from each other.
 
@@ -60,8 +62,8 @@ def draw_rng(seed: int, index: int, ident: list[Any]) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class Distribution:
-    """An answer's error distribution as multipliers ``truth / answer`` (uniform over
-    ``values``; empty when the answer has none)."""
+    """An answer's error distribution as multipliers ``truth / answer``, sorted (uniform
+    over ``values``; empty when the answer has none)."""
 
     kind: str
     level: str
@@ -82,7 +84,7 @@ def distribution(result: QueryResult, model: ErrorModel) -> Distribution:
         values = tuple(1.0 + d for d in pool)
     else:
         return Distribution("none", level, ())
-    return Distribution(kind, level, values)
+    return Distribution(kind, level, tuple(sorted(values)))
 
 
 def multiplier(dist: Distribution, spec: DrawSpec, ident: list[Any]) -> float:
