@@ -152,7 +152,7 @@ class ErrorModel:
         self.cache_file.parent.mkdir(parents=True, exist_ok=True)
         body = {"schema": CACHE_SCHEMA, "version": self.version,
                 "groups": [asdict(g) for g in self.groups.values()]}
-        temporary = self.cache_file.with_suffix(".tmp")
+        temporary = self.cache_file.with_suffix(f".{os.getpid()}.tmp")  # workers race
         temporary.write_text(json.dumps(body), encoding="utf-8")
         temporary.replace(self.cache_file)
 
