@@ -38,7 +38,7 @@ VERSION_DIR = "vllm0.18.0_torch2.9.0_cann8.5"
 COMMON = ["--device", DEVICE, "--num-devices", "8", "--input-length", "1024",
           "--output-length", "256", "--tpot-limit", "50", "-j", "2"]
 SEARCHES = {
-    "dense": ("qwen3_dense_32b", [*COMMON, "--tp-sizes", "4", "8", "--batch-range", "1", "64"]),
+    "dense": ("qwen3_dense_32b", [*COMMON, "--tp-sizes", "4", "8", "--batch-range", "32", "64"]),
     "moe": ("qwen3_moe_30b_a3b", [*COMMON, "--tp-sizes", "1", "2", "--ep-sizes", "4", "8",
                                   "--batch-range", "1", "32"]),
 }
@@ -136,7 +136,9 @@ def run_search(name: str, options: argparse.Namespace, work: Path) -> SearchResu
     print(f"== {name}: full data", file=sys.stderr)
     result = SearchResult(name, model, search(full_db, model_dir, args, options.draws,
                                               options.seed, 0, work))
-    for trial in range(options.trials):
+    trials = options.moe_trials if name == "moe" and options.moe_trials is not None else (
+        options.trials)
+    for trial in range(trials):
         trial_dir = work / name / f"trial-{trial}"
         hidden = reduced_corpus(options.root, trial_dir / "perfdb", options.share,
                                 options.seed + trial)
@@ -152,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=SHARED / "perfdb")
     parser.add_argument("--draws", type=int, default=5)
     parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--moe-trials", type=int, help="trials of the MoE search (default: "
+                        "--trials)")
     parser.add_argument("--share", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--search", nargs="+", choices=sorted(SEARCHES),
