@@ -63,6 +63,8 @@ def run_with_draws(request: CommandRequest, draws: DrawRequest
         nominal = run(replace(request, settings=replace(request.settings, draw=spec),
                               stats_json=None))
     nominal_seconds = perf_counter() - start
+    if nominal.exit_code != 0:
+        raise UpstreamError(f"TensorCast's search exited {nominal.exit_code}: no draws")
     nominal_table = _one_table(tables)
     quiet = replace(request, stats_json=None, fallbacks=None, compare_table=None,
                     settings=replace(request.settings, compare_dir=None))
