@@ -58,8 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
     words, passed_on = split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        if extra and not (args.command == "tensorcast" and passed_on is None):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        # tensorcast without --: its handler names the missing -- in one line
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
     if passed_on is not None:
