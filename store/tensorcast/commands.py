@@ -73,6 +73,7 @@ def check_arguments(args: Sequence[str]) -> None:
 def run(request: CommandRequest) -> CommandResult:
     """Run the command; ``UpstreamError`` / ``ValueError`` before anything ran."""
     check_arguments(request.upstream_args)
+    installer.check(request.settings)  # a bad context or policy before upstream's parser
     module = command_module(request.command, request.tensorcast_root)
     argv = [request.command, *request.upstream_args, "--performance-model", "profiling",
             "--profiling-database-path", request.settings.db]
