@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profstore.cli.common import CliError, check_database, db_url
+
+if TYPE_CHECKING:
+    from profstore.tensorcast.draw_runs import DrawRequest
 
 
 def tensorcast(args: argparse.Namespace) -> int:
@@ -17,6 +20,7 @@ def tensorcast(args: argparse.Namespace) -> int:
     from profstore.tensorcast.summary import render
     from profstore.tensorcast.upstream import UpstreamError
 
+    draws = _draws(args)
     url = db_url(args)
     check_database(url)
     settings = Settings(url, _version(url, args.version), _json_option(args.context, "--context"),
@@ -26,16 +30,40 @@ def tensorcast(args: argparse.Namespace) -> int:
                              args.tensorcast_root, args.stats_json, args.fallbacks,
                              args.compare_table if args.compare else None)
     try:
-        result = run(request)
+        if draws is None:
+            result = run(request)
+        else:
+            from profstore.tensorcast.draw_report import render as render_draws
+            from profstore.tensorcast.draw_runs import run_with_draws
+
+            result, drawn = run_with_draws(request, draws)
     except (UpstreamError, ValueError) as exc:
         raise CliError(str(exc)) from None
     print(render(result.summary, result.timing), file=sys.stderr)
+    if draws is not None:
+        print(render_draws(drawn), file=sys.stderr)
     if result.compared is not None:
         print(result.compared.line(args.compare_table), file=sys.stderr)
     errors = result.summary.errors()
     if errors:
         raise CliError(f"a TensorCast process could not use profstore: {errors[0]}")
     return result.exit_code
+
+
+def _draws(args: argparse.Namespace) -> DrawRequest | None:
+    """``--draws`` and its options, checked before anything runs."""
+    from profstore.tensorcast.draw_runs import DrawRequest, check_request
+
+    if args.draws is None:
+        if args.fallback_error is not None:
+            raise CliError("--fallback-error goes with --draws")
+        return None
+    draws = DrawRequest(args.draws, args.seed, args.fallback_error)
+    try:
+        check_request(args.tensorcast_command, tuple(args.upstream_args), draws)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return draws
 
 
 def _version(url: str, given: str | None) -> str:

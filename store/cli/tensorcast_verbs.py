@@ -51,4 +51,14 @@ def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
                    help="the version directory upstream reads (default: the ingested one)")
     p.add_argument("--compare-table", metavar="FILE", default="tensorcast-compare.csv",
                    help="where --compare writes its per-op table (default: %(default)s)")
+    p.add_argument("--draws", metavar="K", type=int,
+                   help="throughput-optimizer: after the search, K more in which every "
+                        "profstore answer is multiplied by an error from its own error "
+                        "distribution (as replay --interval); report which configurations "
+                        "win and whether the nominal best is robust")
+    p.add_argument("--seed", metavar="S", type=int, default=0,
+                   help="the seed of --draws (default: %(default)s)")
+    p.add_argument("--fallback-error", metavar="F", type=float,
+                   help="with --draws: a relative error F for answers TensorCast's analytic "
+                        "model gave, drawn as (1+F)**z, z standard normal (default: none)")
     p.set_defaults(handler=Run(TENSORCAST, "tensorcast"), upstream_args=[])

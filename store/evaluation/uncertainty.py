@@ -37,6 +37,7 @@ from profstore.evaluation.repeatability import duplicate_deviations
 from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
 from profstore.paths.base import regime_key
+from profstore.result import QueryResult
 from sqlalchemy import select
 
 MIN_POINTS = 5
@@ -151,7 +152,7 @@ class ErrorModel:
         self.cache_file.parent.mkdir(parents=True, exist_ok=True)
         body = {"schema": CACHE_SCHEMA, "version": self.version,
                 "groups": [asdict(g) for g in self.groups.values()]}
-        temporary = self.cache_file.with_suffix(".tmp")
+        temporary = self.cache_file.with_suffix(f".{os.getpid()}.tmp")  # workers race
         temporary.write_text(json.dumps(body), encoding="utf-8")
         temporary.replace(self.cache_file)
 
@@ -199,23 +200,29 @@ def op_errors(answers: Iterable[Answer], model: ErrorModel) -> list[OpError]:
         if r is None or r.latency_us is None or not a.variant.calls:
             continue
         source = r.source.value if r.source is not None else "miss"
-        kind, level, values = "none", "", list[float]()
-        if source == "INTERPOLATED" and r.details.get("path"):
-            level, values = model.pool(r.details["path"], r.details.get("kernel_type", ""),
-                                       regime_key(r.details.get("target_regime") or {}),
-                                       r.details.get("interpolation_dim"))
-            kind = "interpolation" if values else "none"
-        elif source == "MEASURED" and r.latency_us > 0:
-            rows = [m["latency_us"] for m in r.details.get("matched_rows") or []
-                    if isinstance(m.get("latency_us"), (int, float))]
-            if len(rows) > 1:
-                kind, level, values = "duplicates", "coordinate", rows
-            elif r.details.get("method") not in ZERO_METHODS:
-                level, values = model.repeatability(r.details.get("kernel_type", ""))
-                kind = "repeatability" if values else "none"
+        kind, level, values = answer_error(r, model)
         found.append(OpError(a.variant.op, a.variant.index, a.variant.calls, r.latency_us,
                              source, kind, level, values))
     return found
+
+
+def answer_error(r: QueryResult, model: ErrorModel) -> tuple[str, str, list[float]]:
+    """One answer's error distribution: its kind (``OpError.kind``), level and values."""
+    source = r.source.value if r.source is not None else "miss"
+    if source == "INTERPOLATED" and r.details.get("path"):
+        level, values = model.pool(r.details["path"], r.details.get("kernel_type", ""),
+                                   regime_key(r.details.get("target_regime") or {}),
+                                   r.details.get("interpolation_dim"))
+        return ("interpolation" if values else "none"), level, values
+    if source == "MEASURED" and r.latency_us is not None and r.latency_us > 0:
+        rows = [m["latency_us"] for m in r.details.get("matched_rows") or []
+                if isinstance(m.get("latency_us"), (int, float))]
+        if len(rows) > 1:
+            return "duplicates", "coordinate", rows
+        if r.details.get("method") not in ZERO_METHODS:
+            level, values = model.repeatability(r.details.get("kernel_type", ""))
+            return ("repeatability" if values else "none"), level, values
+    return "none", "", []
 
 
 @dataclass

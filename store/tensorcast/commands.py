@@ -32,6 +32,7 @@ from profstore.tensorcast.upstream import UpstreamError, command_module
 
 if TYPE_CHECKING:
     from profstore.tensorcast.compare import CompareCounts
+    from profstore.tensorcast.drawn_source import ModelRecord
 
 RESERVED = ("--performance-model", "--profiling-database-path", "--profiling-database")
 """Upstream options this command sets itself."""
@@ -56,6 +57,8 @@ class CommandResult:
     summary: RunSummary
     timing: report.Timing
     compared: CompareCounts | None = None
+    models: list[ModelRecord] | None = None
+    """With ``settings.draw``: the ops each model priced (``drawn_source``)."""
 
 
 def check_arguments(args: Sequence[str]) -> None:
@@ -81,6 +84,8 @@ def run(request: CommandRequest) -> CommandResult:
                           format_policy=settings.format_policy, run_dir=run_dir,
                           compare_dir=settings.compare_dir,
                           regime_policy=settings.regime_policy)
+        if settings.draw is not None:
+            installer.install_settings(settings)
         settings.to_environment()
         start = perf_counter()
         try:
@@ -96,13 +101,18 @@ def run(request: CommandRequest) -> CommandResult:
             close_shared()
         timing = report.Timing(perf_counter() - start)
         summary = RunSummary.collect(run_dir)
+        models = None
+        if settings.draw is not None:
+            from profstore.tensorcast.drawn_source import collect
+
+            models = collect(run_dir)
         compared = None
         if settings.compare_dir is not None and request.compare_table:
             from profstore.tensorcast.compare import write_table
 
             compared = write_table(Path(run_dir), request.compare_table)
     _write_outputs(request, summary, timing)
-    return CommandResult(code, summary, timing, compared)
+    return CommandResult(code, summary, timing, compared, models)
 
 
 def _parse_like_upstream(module: ModuleType, argv: list[str]) -> None:

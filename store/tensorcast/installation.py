@@ -112,8 +112,16 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
         stats.errors.append(f"{type(error).__name__}: {error}")
         recorder().flush()
         raise
-    model = counted_model_class()(device_profile, source,
-                                  AnalyticPerformanceModel(device_profile), metered)
+    fallback: Any = AnalyticPerformanceModel(device_profile)
+    record = None
+    if settings.draw is not None:  # --draws: answers times their errors (drawn_source)
+        from profstore.tensorcast import drawn_source
+
+        source, fallback, record = drawn_source.attach(settings, user_input, source,
+                                                       fallback, metered)
+    model = counted_model_class()(device_profile, source, fallback, metered)
+    if record is not None:
+        model.process_op = drawn_source.counting(model.process_op, record)
     stats.data_sources += 1
     stats.setup_seconds += perf_counter() - start
     return model

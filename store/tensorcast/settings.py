@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from profstore.tensorcast.draw_spec import DrawSpec
+
 ENVIRONMENT = "PROFSTORE_TENSORCAST"
 
 
@@ -22,7 +24,8 @@ class Settings:
     process writes its statistics (None: none are kept); ``compare_dir``: a version
     directory of CSVs whose upstream data source is asked beside profstore (None: no
     comparison); ``regime_policy``: stated regime equivalences as ``ProfstoreDataSource``
-    takes them (JSON)."""
+    takes them (JSON); ``draw``: the draw this run simulates (None: the search as
+    measured)."""
 
     db: str
     version: str
@@ -31,6 +34,7 @@ class Settings:
     run_dir: str | None = None
     compare_dir: str | None = None
     regime_policy: dict[str, Any] | None = None
+    draw: DrawSpec | None = None
 
     def to_environment(self) -> None:
         os.environ[ENVIRONMENT] = json.dumps(asdict(self), sort_keys=True)
@@ -41,4 +45,5 @@ class Settings:
         if not text:
             return None
         data = json.loads(text)
+        data["draw"] = DrawSpec.from_json(data.get("draw"))
         return cls(**data)

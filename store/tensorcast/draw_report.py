@@ -1,0 +1,164 @@
+"""What ``--draws`` reports: which configurations won, how wide the best throughput is,
+whether the nominal choice is robust, and which ops carry the winner's variance.
+
+The variance of an op's share of the winner's simulated time is, with independent errors,
+``(calls · latency)² · Var(multiplier)`` (``Var`` over its error pool, uniform; for an
+analytic answer with ``--fallback-error`` the log-normal's). It is read from the nominal
+search: every step the winner's model simulated during the search, all its batch sizes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from profstore.tensorcast.drawn_source import ModelRecord
+
+ROBUST_SHARE = 0.8
+"""The share of draws the nominal best must win to be called robust."""
+NO_WINNER = "(none)"
+"""A search in which no configuration met the latency limits."""
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One row of upstream's ranked result table."""
+
+    parallel: str
+    throughput: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class OpShare:
+    """One op's part of the variance of the winner's simulated time."""
+
+    op: str
+    kernel: str
+    source: str
+    level: str
+    calls: int
+    time_us: float
+    variance_share: float
+
+
+@dataclass
+class DrawReport:
+    k: int
+    seed: int
+    fallback_error: float | None
+    nominal_best: str
+    nominal_throughput: float
+    nominal_batch_size: int
+    winners: dict[str, int]
+    best_throughputs: list[float]
+    p10: float
+    p90: float
+    robust: bool
+    fallback_time_share: float
+    winner_fallback_time_share: float
+    variance_ops: list[OpShare] = field(default_factory=list)
+    nominal_seconds: float = 0.0
+    draw_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"k": self.k, "seed": self.seed, "winners": self.winners,
+                "nominal_best": self.nominal_best, "best_throughput_p10": self.p10,
+                "best_throughput_p90": self.p90, "robust": self.robust,
+                "nominal_best_throughput": self.nominal_throughput,
+                "nominal_best_batch_size": self.nominal_batch_size,
+                "best_throughputs": self.best_throughputs,
+                "fallback_error": self.fallback_error,
+                "fallback_time_share": self.fallback_time_share,
+                "winner_fallback_time_share": self.winner_fallback_time_share,
+                "variance_ops": [asdict(o) for o in self.variance_ops],
+                "nominal_seconds": self.nominal_seconds, "draw_seconds": self.draw_seconds}
+
+
+def build_report(k: int, seed: int, fallback_error: float | None, nominal: list[Ranked],
+                 drawn: Sequence[list[Ranked]], models: list[ModelRecord],
+                 nominal_seconds: float, draw_seconds: float) -> DrawReport:
+    best = nominal[0] if nominal else Ranked(NO_WINNER, 0.0, 0)
+    winners = Counter(table[0].parallel if table else NO_WINNER for table in drawn)
+    tops = [table[0].throughput if table else 0.0 for table in drawn]
+    p10, p90 = (float(v) for v in np.percentile(tops, [10, 90]))
+    mine = [m for m in models if matches(best.parallel, m.config)]
+    return DrawReport(
+        k, seed, fallback_error, best.parallel, best.throughput, best.batch_size,
+        dict(winners.most_common()), tops, p10, p90,
+        winners[best.parallel] >= ROBUST_SHARE * k and best.parallel != NO_WINNER,
+        fallback_share(models), fallback_share(mine), variance_shares(mine),
+        nominal_seconds, draw_seconds)
+
+
+def matches(label: str, config: dict[str, int]) -> bool:
+    """Whether upstream's parallel label (``TP=4 | PP=1 | DP=2 …``) names this model's
+    configuration: every size the label states agrees (no MTP stated: none)."""
+    stated = dict(part.strip().split("=", 1) for part in label.split("|") if "=" in part)
+    if not stated:
+        return False
+    if "MTP" not in stated and config.get("MTP", 0):
+        return False
+    return all(str(config[key]) == value for key, value in stated.items() if key in config)
+
+
+def fallback_share(models: list[ModelRecord]) -> float:
+    """The share of the simulated time TensorCast's analytic model priced."""
+    total = analytic = 0.0
+    for model in models:
+        for op in model.ops.values():
+            time = op.calls * op.latency_us
+            total += time
+            if op.source == "ANALYTIC":
+                analytic += time
+    return analytic / total if total > 0 else 0.0
+
+
+def variance_shares(models: list[ModelRecord], top: int = 8) -> list[OpShare]:
+    """The ops with the largest part of the variance of these models' simulated time."""
+    merged: dict[tuple[str, str, str, str, float, float], int] = {}
+    for model in models:
+        for op in model.ops.values():
+            key = (op.op, op.kernel, op.source, op.level, op.latency_us, op.variance)
+            merged[key] = merged.get(key, 0) + op.calls
+    parts = [(calls ** 2 * latency ** 2 * variance, key, calls)
+             for key, calls in merged.items() for latency, variance in [key[4:6]]]
+    total = sum(p[0] for p in parts)
+    if total <= 0:
+        return []
+    parts.sort(key=lambda p: -p[0])
+    return [OpShare(key[0], key[1], key[2], key[3], calls, calls * key[4], v / total)
+            for v, key, calls in parts[:top] if v > 0]
+
+
+def render(report: DrawReport) -> str:
+    verdict = "robust" if report.robust else "not robust"
+    won = report.winners.get(report.nominal_best, 0)
+    lines = [
+        f"draws: {report.k} searches (seed {report.seed}"
+        + (f", fallback error {report.fallback_error:g}" if report.fallback_error else
+           ", analytic answers exact") + f") in {report.draw_seconds:.1f} s "
+        f"(the nominal search {report.nominal_seconds:.1f} s)",
+        f"  nominal best {report.nominal_best} at batch {report.nominal_batch_size}: "
+        f"{report.nominal_throughput:.2f} tok/s; best throughput p10-p90 "
+        f"[{report.p10:.2f}, {report.p90:.2f}]",
+        f"  the nominal best wins {won} of {report.k} draws: {verdict} "
+        f"(robust: at least {ROBUST_SHARE:.0%})",
+        "  winners: " + ", ".join(f"{label} {count}" for label, count
+                                  in report.winners.items()),
+        f"  analytic fallbacks price {report.fallback_time_share:.1%} of the simulated time "
+        f"({report.winner_fallback_time_share:.1%} of the nominal best's)"
+        + ("" if report.fallback_error else "; they have no error in the draws"),
+    ]
+    if report.variance_ops:
+        lines.append("  ops that carry the variance of the nominal best's time "
+                     "(what to profile next):")
+        lines.append(f"    {'OP':<40} {'KERNEL':<24} {'SOURCE':<12} {'ERRORS FROM':<18} "
+                     f"{'CALLS':>7} {'TIME_US':>12} {'VARIANCE':>8}")
+        for o in report.variance_ops:
+            lines.append(f"    {o.op:<40} {o.kernel:<24} {o.source:<12} {o.level:<18} "
+                         f"{o.calls:>7} {o.time_us:>12.1f} {o.variance_share:>8.1%}")
+    return "\n".join(lines)
