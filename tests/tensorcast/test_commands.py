@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.tensorcast.simulation import DEVICE, TENSOR_CAST, V18_DIR, require_tensor_cast
+from tests.tensorcast.cli_runs import best, copy_model, profstore, upstream
+from tests.tensorcast.simulation import DEVICE, V18_DIR, require_tensor_cast
 
 pytestmark = pytest.mark.requires_perfdb
 
@@ -29,35 +26,11 @@ QWEN = ["--num-queries", "16", "--query-length", "1", "--context-length", "4096"
 SEARCH = ["--device", DEVICE, "--num-devices", "8", "--input-length", "1024",
           "--output-length", "256", "--tp-sizes", "4", "8", "--tpot-limit", "50",
           "--batch-range", "48", "64", "-j", "2"]
-TOP_ROW = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
-                     r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
-
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     require_tensor_cast()
-    root = tmp_path_factory.mktemp("models")
-    target = root / "qwen3_dense_32b"
-    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / "qwen3_dense_32b",
-                    target)
-    for path in (root, target):
-        path.chmod(0o755)  # TensorCast refuses group- or world-writable config folders
-    return target
-
-
-def environment() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TENSORCAST_ROOT": str(TENSOR_CAST)}
-
-
-def profstore(*words: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "profstore", *words], capture_output=True,
-                          text=True, env=environment(), cwd=cwd, timeout=900)
-
-
-def upstream(module: str, *words: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", module, *words], capture_output=True,
-                          text=True, env={**environment(), "PYTHONPATH": str(TENSOR_CAST)},
-                          cwd=TENSOR_CAST, timeout=900)
+    return copy_model("qwen3_dense_32b", tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +83,6 @@ def test_the_fallbacks_file_is_a_workload_gaps_reads(text_generate, perfdb_path,
     assert before["total_calls"] == sum(
         json.loads(line)["calls"] for line in fallbacks.read_text().splitlines())
     assert before["calls"] == 0.0  # every shape of the file is one profstore missed
-
-
-def best(stdout: str) -> tuple[float, str, int]:
-    found = TOP_ROW.search(stdout)
-    assert found, stdout[-2000:]
-    return float(found.group(1)), found.group(2), int(found.group(3))
 
 
 @pytest.fixture(scope="module")

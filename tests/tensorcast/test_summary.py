@@ -12,15 +12,15 @@ Average Duration 5.581614 us; line 1358, ``2,2048``, 5.442086 us.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.tensorcast.simulation import DEVICE, TENSOR_CAST, require_tensor_cast
-from tests.tensorcast.test_commands import profstore
+from tests.tensorcast.cli_runs import copy_model, profstore
+from tests.tensorcast.simulation import DEVICE, require_tensor_cast
 
-pytestmark = pytest.mark.requires_perfdb
+pytestmark = [pytest.mark.requires_perfdb, pytest.mark.sqlite_only]  # the CLI and
+# TensorCast's runner; test_commands.py runs a search on PostgreSQL
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 PER_TOKEN_US = {(8, 2048): 5.581614, (2, 2048): 5.442086}  # lines 1364 and 1358
@@ -32,13 +32,7 @@ STEP = ["--num-queries", "12", "--query-length", "1", "--context-length", "1024"
 @pytest.fixture(scope="module")
 def moe_dir(tmp_path_factory) -> Path:
     require_tensor_cast()
-    root = tmp_path_factory.mktemp("moe")
-    target = root / "qwen3_moe_30b_a3b"
-    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / "qwen3_moe_30b_a3b",
-                    target)
-    for path in (root, target):
-        path.chmod(0o755)  # TensorCast refuses group- or world-writable config folders
-    return target
+    return copy_model("qwen3_moe_30b_a3b", tmp_path_factory.mktemp("moe"))
 
 
 def text_generate(db: str, model: Path, out: Path, *extra: str) -> tuple[str, dict]:

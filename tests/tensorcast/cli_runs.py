@@ -1,0 +1,49 @@
+"""Running the ``profstore`` CLI and TensorCast's own commands in subprocesses, as a user
+does: offline, TensorCast found through ``$TENSORCAST_ROOT``, model configs copied into a
+0755 folder (TensorCast refuses group- or world-writable ones)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.tensorcast.simulation import TENSOR_CAST
+
+TOP_ROW = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
+                     r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
+"""The Top 1 row of upstream's throughput table: throughput, parallel column, batch."""
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TENSORCAST_ROOT": str(TENSOR_CAST)}
+
+
+def profstore(*words: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "profstore", *words], capture_output=True,
+                          text=True, env=environment(), cwd=cwd, timeout=900)
+
+
+def upstream(module: str, *words: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *words], capture_output=True,
+                          text=True, env={**environment(), "PYTHONPATH": str(TENSOR_CAST)},
+                          cwd=TENSOR_CAST, timeout=900)
+
+
+def copy_model(name: str, root: Path) -> Path:
+    """A config of the export's tests/assets/model_config, copied under ``root``."""
+    target = root / name
+    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name, target)
+    for path in (root, target):
+        path.chmod(0o755)
+    return target
+
+
+def best(stdout: str) -> tuple[float, str, int]:
+    """The Top 1 row of a throughput search's output."""
+    found = TOP_ROW.search(stdout)
+    assert found, stdout[-2000:]
+    return float(found.group(1)), found.group(2), int(found.group(3))
