@@ -3,7 +3,8 @@ draws, and count how often the full-data best configuration is among those the
 hidden-data run calls plausible (won at least one draw).
 
     python -m bench.bench_decision [--root ../shared/perfdb] [--draws 5] [--trials 3]
-                                   [--share 0.2] [--search dense|moe ...] [--json FILE]
+                                   [--moe-trials N] [--share 0.2] [--search dense|moe ...]
+                                   [--json FILE]
 
 Rows are hidden by leaving them out of a copy of the version's CSV directory (each data
 row independently with probability ``--share``, seeded per trial) that is then ingested

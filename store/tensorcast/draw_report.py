@@ -53,6 +53,8 @@ class DrawReport:
     nominal_best: str
     nominal_throughput: float
     nominal_batch_size: int
+    runner_up: Ranked | None
+    """The nominal search's second configuration (None when it ranked one)."""
     winners: dict[str, int]
     best_throughputs: list[float]
     p10: float
@@ -70,6 +72,7 @@ class DrawReport:
                 "best_throughput_p90": self.p90, "robust": self.robust,
                 "nominal_best_throughput": self.nominal_throughput,
                 "nominal_best_batch_size": self.nominal_batch_size,
+                "runner_up": asdict(self.runner_up) if self.runner_up else None,
                 "best_throughputs": self.best_throughputs,
                 "fallback_error": self.fallback_error,
                 "fallback_time_share": self.fallback_time_share,
@@ -88,7 +91,7 @@ def build_report(k: int, seed: int, fallback_error: float | None, nominal: list[
     mine = [m for m in models if matches(best.parallel, m.config)]
     return DrawReport(
         k, seed, fallback_error, best.parallel, best.throughput, best.batch_size,
-        dict(winners.most_common()), tops, p10, p90,
+        nominal[1] if len(nominal) > 1 else None, dict(winners.most_common()), tops, p10, p90,
         winners[best.parallel] >= ROBUST_SHARE * k and best.parallel != NO_WINNER,
         fallback_share(models), fallback_share(mine), variance_shares(mine),
         nominal_seconds, draw_seconds)
@@ -144,7 +147,9 @@ def render(report: DrawReport) -> str:
         f"(the nominal search {report.nominal_seconds:.1f} s)",
         f"  nominal best {report.nominal_best} at batch {report.nominal_batch_size}: "
         f"{report.nominal_throughput:.2f} tok/s; best throughput p10-p90 "
-        f"[{report.p10:.2f}, {report.p90:.2f}]",
+        f"[{report.p10:.2f}, {report.p90:.2f}]" + (
+            f"; runner-up {report.runner_up.parallel} {report.runner_up.throughput:.2f} tok/s"
+            if report.runner_up else ""),
         f"  the nominal best wins {won} of {report.k} draws: {verdict} "
         f"(robust: at least {ROBUST_SHARE:.0%})",
         "  winners: " + ", ".join(f"{label} {count}" for label, count

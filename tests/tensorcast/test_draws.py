@@ -138,6 +138,7 @@ def test_the_report_counts_winners_and_calls_the_choice_robust_or_not():
               record(8, 1, OpRecord("pow", "", "ANALYTIC", "none", 50.0, 1.0, 0.0, calls=1))]
     report = build_report(5, 3, None, nominal, drawn, models, 1.0, 5.0)
     assert report.winners == {A: 3, B: 1, NO_WINNER: 1}
+    assert report.runner_up == Ranked(B, 90.0, 32)
     assert sum(report.winners.values()) == 5
     assert report.robust is False  # 3 of 5 < 80 %
     assert (report.p10, report.p90) == (pytest.approx(38.0), pytest.approx(102.8))
