@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -29,6 +28,8 @@ from profstore.tensorcast.drawn_source import ModelRecord, OpRecord
 
 from tests.evaluation.conftest import RMS_OP, SQUARE, UNVERIFIED, write_rms
 from tests.support.perfdb import build_store
+from tests.tensorcast.cli_runs import best, copy_model, profstore
+from tests.tensorcast.simulation import require_tensor_cast
 
 SEED = 11
 
@@ -169,8 +170,6 @@ SMALL = ["--device", "ATLAS_800_A3_752T_128G_DIE", "--num-devices", "8", "--inpu
 
 
 def search_with_draws(perfdb_path, model_dir, out, *options: str):
-    from tests.tensorcast.test_commands import profstore
-
     stats = out / "stats.json"
     run = profstore("tensorcast", "throughput-optimizer", "--db", perfdb_path, "--version",
                     "v0.18", "--stats-json", str(stats), *options, "--", str(model_dir),
@@ -181,21 +180,15 @@ def search_with_draws(perfdb_path, model_dir, out, *options: str):
 
 @pytest.fixture(scope="module")
 def two_searches(perfdb_path, tmp_path_factory):
-    from tests.tensorcast.simulation import TENSOR_CAST, require_tensor_cast
-
     require_tensor_cast()
-    model = tmp_path_factory.mktemp("models") / "qwen3_dense_32b"
-    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / model.name, model)
-    for path in (model.parent, model):
-        path.chmod(0o755)  # TensorCast refuses group- or world-writable config folders
+    model = copy_model("qwen3_dense_32b", tmp_path_factory.mktemp("models"))
     return [search_with_draws(perfdb_path, model, tmp_path_factory.mktemp("draws"),
                               "--draws", "3", "--seed", "5") for _ in range(2)]
 
 
 @pytest.mark.requires_perfdb
+@pytest.mark.sqlite_only  # the search on a server: test_commands.py
 def test_draws_are_deterministic_for_a_seed_and_differ_from_each_other(two_searches):
-    from tests.tensorcast.test_commands import best
-
     (first_run, first), (_, second) = two_searches
     assert first["draws"] == {**second["draws"], "nominal_seconds": first["draws"][
         "nominal_seconds"], "draw_seconds": first["draws"]["draw_seconds"]}
@@ -215,6 +208,7 @@ def test_draws_are_deterministic_for_a_seed_and_differ_from_each_other(two_searc
 
 
 @pytest.mark.requires_perfdb
+@pytest.mark.sqlite_only  # the search on a server: test_commands.py
 @pytest.mark.parametrize(("words", "message"), [
     (["throughput-optimizer", "--draws", "0"], "--draws must be a positive number"),
     (["throughput-optimizer", "--draws", "-2"], "--draws must be a positive number"),
@@ -226,8 +220,6 @@ def test_draws_are_deterministic_for_a_seed_and_differ_from_each_other(two_searc
 ])
 def test_bad_draw_options_are_one_line_and_write_nothing(perfdb_path, tmp_path, words,
                                                          message):
-    from tests.tensorcast.test_commands import profstore
-
     tail = [] if "--" in words else ["--", "MODEL"]
     run = profstore("tensorcast", words[0], "--db", perfdb_path, "--version", "v0.18",
                     "--stats-json", str(tmp_path / "stats.json"), *words[1:], *tail,
