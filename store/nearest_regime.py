@@ -11,9 +11,11 @@ to weigh, not an answer.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from profstore.paths.base import Extraction
@@ -52,12 +54,26 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=list)
 
 
+def _same(mine: Any, theirs: Any) -> bool:
+    """Equal as JSON text; values of one type that compare equal are (the common case, and
+    a miss on a kernel of hundreds of regimes compares every field of each)."""
+    if type(mine) is type(theirs) and mine == theirs:
+        return True
+    return _text(mine) == _text(theirs)
+
+
 def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, list[Any]]:
     """``{field: [target's value, theirs]}`` for every field whose values differ (a field
     only one side has differs from the other's null), in field order."""
     return {name: [target.get(name), theirs.get(name)]
             for name in sorted(set(target) | set(theirs))
-            if _text(target.get(name)) != _text(theirs.get(name))}
+            if not _same(target.get(name), theirs.get(name))}
+
+
+@functools.lru_cache(maxsize=16384)
+def _parsed(key: str) -> Mapping[str, Any]:
+    """A regime key's fields, parsed once per key (read only: copied where it is kept)."""
+    return MappingProxyType(json.loads(key))
 
 
 def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
@@ -67,15 +83,17 @@ def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
     them (a regime with no difference is the target's and has no point to offer)."""
     scored = []
     for key, points in regimes:
-        regime = json.loads(key)
+        if points <= 0:
+            continue
+        regime = _parsed(key)
         differs = differences(target, regime)
-        if differs and points > 0:
+        if differs:
             scored.append((len(differs), key, regime, points, differs))
     if not scored:
         return []
     fewest = min(s[0] for s in scored)
     ties = sorted((s for s in scored if s[0] == fewest), key=lambda s: s[1])
-    return [(regime, points, differs) for _, _, regime, points, differs in ties[:cap]]
+    return [(dict(regime), points, differs) for _, _, regime, points, differs in ties[:cap]]
 
 
 def nearest_regimes(kernel: str, target: Extraction, regimes: Sequence[tuple[str, int]],
