@@ -136,7 +136,8 @@ class CandidateQueries:
     constants read when the generation's queries are built): a later target none of whose
     keys is in it misses without a statement. The threshold counts misses, not lookups: a
     hit runs its statement anyway, and a kernel missed a few times (every kernel of the
-    realistic stream) never pays for the read. Why these figures: bench/results/speed-and-size-8a1d041.md."""
+    realistic stream) never pays for the read. The figures measured:
+    bench/results/speed-and-size-8a1d041.md."""
 
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
