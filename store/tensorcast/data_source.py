@@ -36,7 +36,6 @@ Conversion rules (see ``leaf_from_invocation``):
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -146,7 +145,6 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
-        self._row_shapes = functools.lru_cache(maxsize=8192)(self._read_row_shapes)
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -188,6 +186,7 @@ class ProfstoreDataSource:
                                               regime_policy=self.regime_policy), leaf)
 
     def _read_row_shapes(self, file_name: str, line_no: int) -> ShapeList:
+        """The row's input shapes (the store keeps every row of a file once read)."""
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)
         return [list(shape) for shape in shapes or ()]
 
@@ -196,7 +195,7 @@ class ProfstoreDataSource:
         if result.hit and result.source is not QuerySource.PARTIAL:
             self.last_miss_reason = self.last_miss_details = None
             result = replace(result, details=with_upstream_aliases(result.details))
-            answer = TensorCastResult.of(result, leaf, self._row_shapes, self.compact)
+            answer = TensorCastResult.of(result, leaf, self._read_row_shapes, self.compact)
             self.last_shape_match_info = answer.shape_match_info
             return answer
         details = with_upstream_aliases(result.details)
