@@ -9,6 +9,7 @@ search: every step the winner's model simulated during the search, all its batch
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -109,14 +110,11 @@ def matches(label: str, config: dict[str, int]) -> bool:
 
 
 def fallback_share(models: list[ModelRecord]) -> float:
-    """The share of the simulated time TensorCast's analytic model priced."""
-    total = analytic = 0.0
-    for model in models:
-        for op in model.ops.values():
-            time = op.calls * op.latency_us
-            total += time
-            if op.source == "ANALYTIC":
-                analytic += time
+    """The share of the simulated time TensorCast's analytic model priced (exactly rounded
+    sums: the models come from worker processes in no fixed order)."""
+    ops = [op for model in models for op in model.ops.values()]
+    total = math.fsum(op.calls * op.latency_us for op in ops)
+    analytic = math.fsum(op.calls * op.latency_us for op in ops if op.source == "ANALYTIC")
     return analytic / total if total > 0 else 0.0
 
 
@@ -129,7 +127,7 @@ def variance_shares(models: list[ModelRecord], top: int = 8) -> list[OpShare]:
             merged[key] = merged.get(key, 0) + op.calls
     parts = [(calls ** 2 * latency ** 2 * variance, key, calls)
              for key, calls in merged.items() for latency, variance in [key[4:6]]]
-    total = sum(p[0] for p in parts)
+    total = math.fsum(p[0] for p in parts)
     if total <= 0:
         return []
     parts.sort(key=lambda p: -p[0])
