@@ -50,7 +50,7 @@ case "${1:-}" in
     fi ;;
   bench)
     setup
-    "$VENV/bin/profstore" bench --root "${2:-../shared/perfdb}" ;;
+    "$VENV/bin/python" -m bench --root "${2:-../shared/perfdb}" ;;
   *)
     echo "usage: ./dev.sh demo|test|bench" >&2
     exit 2 ;;

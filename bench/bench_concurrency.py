@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from profstore.api import Store
-from profstore.db import make_engine, redact_url, upgrade
 from profstore.evaluation.replay import load_trace, trace_context, trace_variants
 from profstore.ingest.loader import ingest_path
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
+from profstore.storage.engines import make_engine, redact_url, upgrade
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

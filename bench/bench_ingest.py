@@ -20,9 +20,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from profstore.db import make_engine, upgrade
 from profstore.ingest.discover import discover
 from profstore.ingest.loader import ingest_version
+from profstore.storage.engines import make_engine, upgrade
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO.parent / "shared" / "perfdb"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,

@@ -24,8 +24,8 @@ from profstore.ingest.csvfile import (
 )
 from profstore.ingest.discover import file_hash
 from profstore.ingest.hccl import CommReadout, is_comm_csv, read_comm_csv
-from profstore.ingest.rows_to_sql import RowWriter
-from profstore.mapping import VersionMapping
+from profstore.ingest.sql_writer import RowWriter
+from profstore.model.mapping import VersionMapping
 
 
 @dataclass(frozen=True)

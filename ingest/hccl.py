@@ -18,7 +18,7 @@ from profstore.ingest.csvfile import (
     split_cells,
     split_text,
 )
-from profstore.schema import SQL_INT_MAX
+from profstore.storage.schema import SQL_INT_MAX
 
 REQUIRED = ("message_bytes", "num_devices", "Duration(us)")
 

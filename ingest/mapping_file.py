@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from profstore.ingest.csvfile import LFS_MARKER, RejectCode
 from profstore.ingest.discover import MAPPING_FILE
-from profstore.mapping import MappingError, VersionMapping, load_mapping
+from profstore.model.mapping import MappingError, VersionMapping, load_mapping
 
 EMPTY_MAPPING = VersionMapping(header={}, entries={}, policies={})
 

@@ -1,4 +1,4 @@
-"""Write each regime's points as one ``regime_points`` row (``profstore.regime_pack``).
+"""Write each regime's points as one ``regime_points`` row (``profstore.storage.regime_pack``).
 
 The packs are derived data, like an index, written in the writer's transaction, so a
 version's packs commit (or roll back) with its rows. A new version's points are collected
@@ -15,10 +15,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.ingest.bulk import bulk_insert
-from profstore.regime_pack import PACK_COLUMNS, encode
-from profstore.regime_slice import PointColumns, ValueCodes, slices_of
+from profstore.storage.regime_pack import PACK_COLUMNS, encode
+from profstore.storage.regime_slice import PointColumns, ValueCodes, slices_of
 from sqlalchemy import Connection, delete, select
 
 CHUNK = 500

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from profstore.schema import metadata
+from profstore.storage.schema import metadata
 from sqlalchemy import create_engine
 
 config = context.config

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "Store": "profstore.api",
-    "LeafOp": "profstore.leaf",
-    "TensorSpec": "profstore.leaf",
-    "LeafContext": "profstore.leaf",
-    "QueryResult": "profstore.result",
-    "QuerySource": "profstore.result",
-    "Reason": "profstore.result",
+    "LeafOp": "profstore.model.leaf",
+    "TensorSpec": "profstore.model.leaf",
+    "LeafContext": "profstore.model.leaf",
+    "QueryResult": "profstore.model.result",
+    "QuerySource": "profstore.model.result",
+    "Reason": "profstore.model.result",
     "ProfstoreDataSource": "profstore.tensorcast",
 }
 
@@ -30,8 +30,8 @@ __all__ = [
 if TYPE_CHECKING:
     __version__: str
     from profstore.api import Store
-    from profstore.leaf import LeafContext, LeafOp, TensorSpec
-    from profstore.result import QueryResult, QuerySource, Reason
+    from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+    from profstore.model.result import QueryResult, QuerySource, Reason
     from profstore.tensorcast import ProfstoreDataSource
 
 

@@ -10,19 +10,19 @@ from pathlib import Path, PurePosixPath
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from profstore.exact import BaseExact
-from profstore.formats import FormatPolicy
-from profstore.leaf import LeafOp
-from profstore.lru import LRU
-from profstore.mapping import VersionMapping, merge_overlay
-from profstore.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
-from profstore.result import QueryResult, Reason
-from profstore.wrapper import Dispatcher, LookupOptions, Profile
+from profstore.lookup.base_exact import BaseExact
+from profstore.lookup.format_resolution import FormatPolicy
+from profstore.model.leaf import LeafOp
+from profstore.model.clock_cache import ClockCache
+from profstore.model.mapping import VersionMapping, merge_overlay
+from profstore.lookup.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
+from profstore.model.result import QueryResult, Reason
+from profstore.lookup.dispatch import Dispatcher, LookupOptions, Profile
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
-    from profstore.candidates import CandidateQueries
-    from profstore.db import ReadOnly
-    from profstore.snapshot import Fingerprint, Generation
+    from profstore.storage.queries import CandidateQueries
+    from profstore.storage.engines import ReadOnly
+    from profstore.storage.snapshot import Fingerprint, Generation
     from sqlalchemy import Engine
 
 T = TypeVar("T")
@@ -42,11 +42,11 @@ than the lookup, and a throughput search builds a data source per configuration)
 
 
 class Caches(NamedTuple):
-    """The query objects of one generation (store/snapshot.py)."""
+    """The query objects of one generation (store/storage/snapshot.py)."""
 
     queries: CandidateQueries
     dispatcher: Dispatcher
-    results: LRU
+    results: ClockCache
 
 
 _PLAIN = {flag: LookupOptions(flag, frozenset()) for flag in (False, True)}
@@ -70,7 +70,7 @@ class Store:
                  cache_bytes: int | None = None,
                  mapping_overlay: VersionMapping | None = None,
                  refresh_seconds: float | None = REFRESH_SECONDS) -> None:
-        from profstore.snapshot import Generations, SnapshotEngine
+        from profstore.storage.snapshot import Generations, SnapshotEngine
 
         self.engine = engine
         self.mapping_overlay = mapping_overlay
@@ -83,21 +83,21 @@ class Store:
         self._lock = threading.Lock()
         self._mappings: dict[str, Profile | None] = {}
         self._mappings_of: Fingerprint | None = None
-        self._row_shapes = LRU(ROW_SHAPES_CACHED)
-        self._checked = LRU(64)
+        self._row_shapes = ClockCache(ROW_SHAPES_CACHED)
+        self._checked = ClockCache(64)
 
     def _new_caches(self) -> Caches:
-        from profstore.candidates import CandidateQueries
-        from profstore.communication import CommunicationLookup
-        from profstore.format_inference import FormatInference
-        from profstore.path_lookup import PathRunner
-        from profstore.simplex import TriangulationCache
+        from profstore.storage.queries import CandidateQueries
+        from profstore.lookup.communication import CommunicationLookup
+        from profstore.lookup.format_inference import FormatInference
+        from profstore.lookup.path_runner import PathRunner
+        from profstore.geometry.simplex import TriangulationCache
 
         queries = CandidateQueries(self._snapshots)
         runner = PathRunner(queries, TriangulationCache(512))
         dispatcher = Dispatcher(BaseExact(queries), runner, CommunicationLookup(self._snapshots),
                                 FormatInference(self._snapshots, runner))
-        return Caches(queries, dispatcher, LRU(self._cache_size))
+        return Caches(queries, dispatcher, ClockCache(self._cache_size))
 
     @property
     def queries(self) -> CandidateQueries:
@@ -119,12 +119,12 @@ class Store:
         naming both revisions and the command to run, rather than migrating it. Every
         lookup that queries reads one snapshot and follows a re-ingest at once; cached
         answers are re-validated at most every ``refresh_seconds`` (None: never; see
-        store/snapshot.py).
+        store/storage/snapshot.py).
         ``read_only="immutable"`` opens a SQLite file with ``immutable=1``; a read-only
-        open picks it on its own on read-only storage (store/db.py ``sqlite_read_uri``).
+        open picks it on its own on read-only storage (store/storage/engines.py ``sqlite_read_uri``).
         A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
-        from profstore.db import (
+        from profstore.storage.engines import (
             make_engine,
             normalize_url,
             probe,
@@ -138,7 +138,7 @@ class Store:
         path = sqlite_file(url)
         if path is not None and not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
-        from profstore.reconnect import retrying
+        from profstore.storage.reconnect import retrying
 
         engine = make_engine(url, read_only=read_only)
         with _closed_on_error(engine):
@@ -162,7 +162,7 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        from profstore.db import redact_url
+        from profstore.storage.engines import redact_url
 
         return f"Store({redact_url(self.engine.url.render_as_string(hide_password=False))})"
 
@@ -174,9 +174,9 @@ class Store:
 
         ``exclude_samples`` hides measured rows (by sample id) from this query only:
         hold-out evaluation asks through the same code path a real lookup uses.
-        ``format_policy`` states formats the leaf leaves unstated (store/formats.py); a
+        ``format_policy`` states formats the leaf leaves unstated (store/lookup/format_resolution.py); a
         policy with an unknown format or key raises ``ValueError``. ``regime_policy``
-        states regime equivalences (store/regime_policy.py); one naming an unknown op,
+        states regime equivalences (store/lookup/regime_policy.py); one naming an unknown op,
         kernel, field or value raises ``ValueError``.
         """
         if not isinstance(leaf, LeafOp):
@@ -194,9 +194,9 @@ class Store:
         return self._retrying(self._computed, key)
 
     def _retrying(self, call: Callable[..., T], *args: Any) -> T:
-        """``call(*args)``, once more after a lost connection (store/reconnect.py): a
+        """``call(*args)``, once more after a lost connection (store/storage/reconnect.py): a
         server that stays down raises ``DatabaseUnavailable``, never a driver error."""
-        from profstore.reconnect import retrying
+        from profstore.storage.reconnect import retrying
 
         return retrying(self.engine, self._snapshots.forget, lambda: call(*args))
 
@@ -284,7 +284,7 @@ class Store:
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:
         """The input shapes of the stored row at ``file_name`` line ``line_no`` of a version
         (the CSV's own spelling); None for an unknown version or row."""
-        from profstore.provenance import file_input_shapes, input_shapes_of
+        from profstore.storage.provenance import file_input_shapes, input_shapes_of
 
         profile = self.profile(version)
         if profile is None:
@@ -302,7 +302,7 @@ class Store:
         return self._retrying(self._versions)
 
     def _versions(self) -> list[str]:
-        from profstore import schema as t
+        from profstore.storage import schema as t
         from sqlalchemy import select
 
         with self.engine.connect() as conn:
@@ -310,7 +310,7 @@ class Store:
                         .scalars())
 
     def _load_profile(self, version: str) -> Profile | None:
-        from profstore.versions import find_profile
+        from profstore.storage.catalog import find_profile
 
         with self._snapshots.connect() as conn:
             row = find_profile(conn, version)
@@ -344,7 +344,7 @@ def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
     """The HCCL profile a version's ``communication_data_ref`` points at (same device);
     without the field (the older layout), the version itself when it holds communication
     CSVs of its own."""
-    from profstore import schema as t
+    from profstore.storage import schema as t
     from sqlalchemy import select
 
     ref = mapping.header.get("communication_data_ref")
@@ -358,7 +358,7 @@ def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
 
 
 def _own_comm_profile(conn, profile_id: int) -> int | None:
-    from profstore import schema as t
+    from profstore.storage import schema as t
     from sqlalchemy import select
 
     c = t.comm_sample.c
@@ -376,7 +376,7 @@ def _closed_on_error(engine: Engine) -> Iterator[None]:
 
 
 def _require_file(url: str) -> None:
-    from profstore.db import sqlite_file
+    from profstore.storage.engines import sqlite_file
 
     path = sqlite_file(url)
     if path is not None and not path.exists():

@@ -9,10 +9,10 @@ file's JSON keys on every row. Now:
 - ``sample_key``: primary key (kernel_file_id, exact_key, sample_id), the kernel by its
   file; on SQLite a ``WITHOUT ROWID`` table, so the key's b-tree is the table; no kernel
   or latency text, no sample-id index and no foreign key to ``sample`` (see
-  ``profstore.schema.key_table``).
+  ``profstore.storage.schema.key_table``).
 - ``sample_point``: id, profile, regime id, sample id, semantic key, axes; the coordinate
   index is (regime_id, axis_0, axis_1, axis_2).
-- ``sample``: ``latencies_packed`` / ``extras_packed`` (``profstore.packed_json``).
+- ``sample``: ``latencies_packed`` / ``extras_packed`` (``profstore.storage.packed_json``).
 
 The views read kernel, path and key from ``regime`` and the latency from ``sample`` (same
 columns). Downgrade restores revision 0004's tables.
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 from profstore.migrations import legacy_views
-from profstore.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack_sql, unpacked
-from profstore.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
+from profstore.storage.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack_sql, unpacked
+from profstore.storage.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
 
 revision = '0005'
 down_revision = '0004'

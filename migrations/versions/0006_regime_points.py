@@ -3,7 +3,7 @@
 A lookup whose regime is not cached read the regime's points one row each: 156 rows of
 RmsNorm took 260 µs, nearly all of it the Python row made per point (SQLite's own work
 was 24 µs). ``regime_points`` holds each regime's points as arrays in one row, in point
-order (``profstore.regime_pack``). Upgrade creates the table and packs every stored
+order (``profstore.storage.regime_pack``). Upgrade creates the table and packs every stored
 regime, in the migration's transaction, with the ingest code that packs a new version
 (``profstore.ingest.packs``); downgrade drops it (nothing else changes).
 

@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the option builders here serve --help, which opens no database
-    from profstore.db import ReadOnly
+    from profstore.storage.engines import ReadOnly
     from sqlalchemy import Connection, Engine
     from sqlalchemy.engine import Row
 
 DB_ENV = "PROFSTORE_DB"
-DEFAULT_DB = "profstore.db"
+DEFAULT_DB = "profstore.storage.engines"
 
 
 class CliError(Exception):
@@ -53,7 +53,7 @@ def json_options() -> argparse.ArgumentParser:
 
 def db_url(args: argparse.Namespace) -> str:
     """The full URL (never print it: use ``redact_url``)."""
-    from profstore.db import normalize_url
+    from profstore.storage.engines import normalize_url
 
     return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
 
@@ -61,7 +61,7 @@ def db_url(args: argparse.Namespace) -> str:
 def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
-    from profstore.db import SchemaMismatch, make_engine, redact_url, require_head, sqlite_file
+    from profstore.storage.engines import SchemaMismatch, make_engine, redact_url, require_head, sqlite_file
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():
@@ -78,7 +78,7 @@ def check_database(url: str, read_only: ReadOnly = True) -> None:
 @contextmanager
 def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
     """A read-only engine on a checked database, disposed on exit."""
-    from profstore.db import make_engine
+    from profstore.storage.engines import make_engine
 
     url = db_url(args)
     check_database(url, read_mode(args))
@@ -91,7 +91,7 @@ def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
 
 def profile_row(conn: Connection, version: str) -> Row:
     """The ``profile_set`` row of a version named by alias or directory."""
-    from profstore.versions import find_profile, known_aliases
+    from profstore.storage.catalog import find_profile, known_aliases
 
     row = find_profile(conn, version)
     if row is None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from profstore.api import Store
 from profstore.cli.output import Column, emit
-from profstore.db import make_engine, upgrade
-from profstore.demo import DEMO_QUERIES, write_demo_data
+from profstore.storage.engines import make_engine, upgrade
+from profstore.cli.demo_data import DEMO_QUERIES, write_demo_data
 from profstore.ingest.loader import ingest_path
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 
 RESULT_COLUMNS = [
     Column("query", "QUERY"), Column("latency_us", "LATENCY_US", True),

@@ -1,4 +1,4 @@
-"""Evaluation verbs: ``replay``, ``holdout``, ``report``, ``plot`` and ``bench``.
+"""Evaluation verbs: ``replay``, ``holdout``, ``report`` and ``plot``.
 
 They answer "for my database and my workload, what was measured, what was interpolated,
 how good is the interpolation, and what is missing" (RFC §7.3, §8.3).
@@ -17,14 +17,13 @@ from profstore.cli.lookup_cmd import open_store
 from profstore.cli.output import Column, print_json, print_table, to_json
 from profstore.cli.progress import ProgressBar
 from profstore.cli.regime_option import checked_regime_policy
-from profstore.evaluation import bench as benchmod
 from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import HoldoutReport, run_holdout
 from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
-from profstore.fallback_price import lines_of
+from profstore.presentation.fallback_price import lines_of
 
 OP_COLUMNS = [Column("op", "OP", clip=48), Column("calls", "CALLS", True),
               Column("unique_shapes", "SHAPES", True), Column("latency_us", "LATENCY_US", True),
@@ -188,62 +187,3 @@ def plot(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     print(to_json(summary))
     return 0
-
-
-BENCH_ROWS = [("ingest_s", "ingest (s)"), ("reingest_s", "re-ingest changed (s)"),
-              ("ingest_rows", "rows ingested"),
-              ("db_mb", "database (MiB)"), ("cold_open_first_lookup_ms", "cold open + 1st (ms)"),
-              ("profile_load_ms", "mapping load (ms)"), ("warm_exact_us", "warm exact (us)"),
-              ("uncached_exact_us", "uncached exact (us)"),
-              ("uncached_interp_1d_us", "uncached 1-D (us)"),
-              ("uncached_interp_2d_us", "uncached 2-D (us)"),
-              ("uncached_interp_3d_us", "uncached 3-D (us)"),
-              ("replay_s", "workload replay (s)"), ("mixed_lookups_per_s", "mixed lookups/s"),
-              ("mixed_uncached_lookups_per_s", "mixed, no result cache /s"),
-              ("peak_rss_mb", "peak RSS (MiB)")]
-
-
-def bench(args: argparse.Namespace) -> int:
-    root = benchmod.DEFAULT_ROOT if args.root is None else args.root
-    cache_dir = benchmod.default_cache_dir() if args.cache_dir is None else args.cache_dir
-    options = benchmod.BenchOptions(root, args.scale, args.quick,
-                                    None if args.no_cache else cache_dir, args.rebuild,
-                                    args.baseline, args.pg_url)
-    try:
-        result = benchmod.run_bench(options, lambda m: print(m, file=sys.stderr))
-    except (FileNotFoundError, RuntimeError) as exc:
-        raise CliError(str(exc)) from None
-    rows = [_bench_row(key, title, result) for key, title in BENCH_ROWS]
-    scaled = f"x{result['scale']}" + (" (cached build)" if result["scaled"].get("cached") else "")
-    print_table(rows, [Column("what", "MEASUREMENT"), Column("base", "V0.18", True),
-                       Column("scaled", scaled.upper(), True), Column("ratio", "RATIO", True)])
-    print(f"targets: {json.dumps(result['base']['methods'])}; stream of {result['stream']} "
-          f"leaves")
-    print()
-    print_table(benchmod.issue_table(result),
-                [Column("what", "ISSUE #11 MEASURE"),
-                 Column("before", f"BEFORE ({result.get('baseline', {}).get('revision', '-')})"),
-                 Column("after", "AFTER"), Column("target", "TARGET")])
-    print(f"{benchmod.VERSION}'s per-lookup figures and the corpus ingest: the median of "
-          f"{result['rounds']} measurements, the revisions alternating (all in the JSON)")
-    print(f"re-ingest of a changed {benchmod.VERSION}: {result['base']['reingest_ratio']:.2f}x "
-          "its fresh ingest")
-    agreement = result.get("agreement")
-    if agreement:
-        print(f"answers: {agreement['leaves'] - agreement['differing']}/{agreement['leaves']} "
-              f"stream leaves agree; replays agree: {agreement['replays_agree']}")
-    if args.json:
-        Path(args.json).write_text(to_json(result, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.json}", file=sys.stderr)
-    return 0
-
-
-def _bench_row(key: str, title: str, result: dict[str, Any]) -> dict[str, Any]:
-    base, scaled = result["base"].get(key), result["scaled"].get(key)
-    ratio = scaled / base if base and scaled is not None else None
-    return {"what": title, "base": _round(base), "scaled": _round(scaled),
-            "ratio": None if ratio is None else f"{ratio:.2f}"}
-
-
-def _round(value: Any) -> Any:
-    return round(value, 3) if isinstance(value, float) else value

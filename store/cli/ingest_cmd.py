@@ -10,7 +10,7 @@ from pathlib import Path
 from profstore.cli.common import CliError, db_url
 from profstore.cli.output import print_json
 from profstore.cli.progress import ProgressBar
-from profstore.db import (
+from profstore.storage.engines import (
     checkpoint,
     current_revision,
     make_engine,

@@ -12,7 +12,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.cli.common import (
     CliError,
     profile_row,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
-from profstore.bounds import load_json
+from profstore.model.size_limits import load_json
 from profstore.cli.common import (
     CliError,
     check_database,
@@ -21,12 +21,12 @@ from profstore.cli.common import (
 )
 from profstore.cli.output import print_json, to_json
 from profstore.cli.regime_option import checked_regime_policy
-from profstore.explain import explain_lines
-from profstore.formats import FormatPolicy
-from profstore.leaf import LeafOp
-from profstore.mapping import MappingError, VersionMapping, load_mapping
-from profstore.regime_policy import RegimePolicy
-from profstore.result import Reason
+from profstore.presentation.explain import explain_lines
+from profstore.lookup.format_resolution import FormatPolicy
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import MappingError, VersionMapping, load_mapping
+from profstore.lookup.regime_policy import RegimePolicy
+from profstore.model.result import Reason
 
 
 def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None:

@@ -98,8 +98,8 @@ def split_passthrough(words: list[str]) -> tuple[list[str], list[str] | None]:
 def _user_error(exc: Exception) -> str | None:
     """The one line for a mapping, database or driver error; None for a bug (which keeps
     its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
-    from profstore.db import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
-    from profstore.mapping import MappingError
+    from profstore.storage.engines import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
+    from profstore.model.mapping import MappingError
     from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, (MappingError, InvalidDatabaseUrl, SchemaMismatch)):
@@ -118,7 +118,7 @@ def _fail(message: str, code: int) -> int:
 
 def _database_message(exc: SQLAlchemyError) -> str:
     """The driver's first line, without SQLAlchemy's background link, passwords redacted."""
-    from profstore.db import redact_url
+    from profstore.storage.engines import redact_url
 
     original = getattr(exc, "orig", None)
     text = str(original if original is not None else exc).strip()

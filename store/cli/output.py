@@ -2,7 +2,7 @@
 
 Tables clip long text cells only when the stream is a terminal; piped output and JSON
 always carry the full values. The cell and table rendering itself is
-``profstore.formatting`` (the web view uses it too).
+``profstore.presentation.text_table`` (the web view uses it too).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from profstore.formatting import (  # noqa: F401 - the verbs import these from here
+from profstore.presentation.text_table import (  # noqa: F401 - the verbs import these from here
     ELLIPSIS,
     Column,
     clip_text,

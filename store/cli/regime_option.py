@@ -1,4 +1,4 @@
-"""``--regime-policy FILE``: stated regime equivalences (store/regime_policy.py) on
+"""``--regime-policy FILE``: stated regime equivalences (store/lookup/regime_policy.py) on
 ``lookup``, ``explain``, ``replay`` and ``tensorcast``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from profstore.cli.common import CliError
-from profstore.regime_policy import RegimePolicy
+from profstore.lookup.regime_policy import RegimePolicy
 
 if TYPE_CHECKING:
     from profstore.api import Store

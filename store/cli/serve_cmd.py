@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from profstore.cli.common import CliError, check_database, db_url
-from profstore.db import is_sqlite, sqlite_file
+from profstore.storage.engines import is_sqlite, sqlite_file
 
 POSTGRES_REFUSAL = (
     "profstore serve shows SQLite stores only: Datasette reads SQLite files and has no "

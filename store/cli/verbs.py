@@ -206,27 +206,6 @@ def register_evaluation(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the regime with the most points)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
     p.set_defaults(handler=Run(EVALUATE, "plot"))
-    _register_bench(subparsers)
-
-
-def _register_bench(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("bench", help="ingest and lookup timings, base and scaled")
-    p.add_argument("--root", type=Path, default=None, metavar="DIR")
-    p.add_argument("--json", metavar="FILE", help="write the measurements here")
-    p.add_argument("--scale", type=_positive, default=10, metavar="N")
-    p.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
-    p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
-                   help="where the scaled database is kept between runs")
-    p.add_argument("--rebuild", action="store_true", help="rebuild the scaled database")
-    p.add_argument("--baseline", metavar="REV",
-                   help="also measure this git revision of the repository (e.g. main), with "
-                        "the same probe, and check that its answers agree leaf by leaf")
-    p.add_argument("--pg-url", metavar="URL",
-                   help="a PostgreSQL database the bench may EMPTY and fill, to time the "
-                        "stream on PostgreSQL too")
-    p.add_argument("--no-cache", action="store_true",
-                   help="build the scaled database in a temporary directory, keep nothing")
-    p.set_defaults(handler=Run(EVALUATE, "bench"))
 
 
 def register_insight(subparsers: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
 from profstore.evaluation.uncertainty import DRAWS, ErrorModel, interval, op_errors

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.workload import Workload, run_workload
-from profstore.mapping import MappingEntry
+from profstore.model.mapping import MappingEntry
 from profstore.paths.registry import selector_of
 from sqlalchemy import select
 

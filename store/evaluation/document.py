@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.formatting import format_cell
+from profstore.presentation.text_table import format_cell
 
 __all__ = ["Image", "Section", "Table", "render_html", "render_markdown"]
 

@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.plan_points import Coordinate, ProposedPoint, Target, propose
 from profstore.evaluation.standin import standin_store
 from profstore.evaluation.workload import Answer, Workload, WorkloadRun, run_workload
-from profstore.fallback_price import PricedMiss, prices
-from profstore.ingest.writer import Row
+from profstore.presentation.fallback_price import PricedMiss, prices
+from profstore.ingest.perfdb_writer import Row
 from profstore.paths.base import Refusal, TargetContext
 from profstore.paths.registry import path_for, selector_of
-from profstore.wrapper import Profile
+from profstore.lookup.dispatch import Profile
 from sqlalchemy import select
 
 COVERED = ("MEASURED", "INTERPOLATED")
@@ -58,7 +58,7 @@ class Gap:
     """Why no point is planned (None: planned or plannable)."""
     points: list[int] = field(default_factory=list)
     nearest_latency_us: float | None = None
-    """A miss's nearest measured regime's answer per call (store/nearest_regime.py)."""
+    """A miss's nearest measured regime's answer per call (store/lookup/nearest_regime.py)."""
     nearest_differs: dict[str, list[Any]] | None = None
 
 
@@ -220,7 +220,7 @@ def find_gaps(store: Store, run: WorkloadRun) -> tuple[list[Gap], list[Target | 
 
 def gap_prices(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
     """``GapReport.fallback_prices``: the missed gaps at their estimates against their
-    nearest regimes (``profstore.fallback_price``)."""
+    nearest regimes (``profstore.presentation.fallback_price``)."""
     return [p.to_json() for p in prices(
         PricedMiss(g.op, g.calls, g.latency_us, g.nearest_latency_us, g.nearest_differs)
         for g in gaps if g.source == "miss")]

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.plot import PlotError, figure_legend, png_bytes, pyplot, small_multiples
 from sqlalchemy import func, select

@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from profstore.dtypes import to_profiler_dtype
+from profstore.model.dtypes import to_profiler_dtype
 from profstore.ingest.csvfile import read_kernel_csv
-from profstore.ingest.writer import Row, csv_text
-from profstore.leaf import LeafOp, TensorSpec
-from profstore.mapping import KernelPolicy, MappingEntry, VersionMapping
+from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath, Refusal, RowContext, TargetContext
 from profstore.paths.registry import tc_input_counts
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
 from sqlalchemy import select

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
-from profstore.fallback_price import PricedMiss, prices
-from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.regime_policy import RegimePolicy
-from profstore.result import QueryResult, Reason
-from profstore.shapes import parse_shape_text
+from profstore.presentation.fallback_price import PricedMiss, prices
+from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.lookup.regime_policy import RegimePolicy
+from profstore.model.result import QueryResult, Reason
+from profstore.model.shapes import parse_shape_text
 
 SOURCES = ("MEASURED", "INTERPOLATED", "PARTIAL", "miss")
 ZERO_METHODS = ("zero_cost", "accepted_miss")
@@ -62,7 +62,7 @@ class VariantOutcome:
     filled_dtypes: int
     error: str | None = None
     nearest_latency_us: float | None = None
-    """A miss's nearest measured regime's answer (store/nearest_regime.py), if one answers."""
+    """A miss's nearest measured regime's answer (store/lookup/nearest_regime.py), if one answers."""
     nearest_differs: dict[str, list[Any]] | None = None
 
 
@@ -104,7 +104,7 @@ class ReplayReport:
     fallback_prices: list[dict[str, Any]] = field(default_factory=list)
     """Per missed op: calls, the trace's own time for them (0 without one: a miss adds
     nothing) and the time their nearest measured regimes would give, the largest
-    difference first (``profstore.fallback_price``)."""
+    difference first (``profstore.presentation.fallback_price``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -216,7 +216,7 @@ def replay_workload(store: Store, path_or_dict: str | Path | Mapping[str, Any], 
                     progress: ProgressFn | None = None,
                     regime_policy: RegimePolicy | None = None) -> ReplayReport:
     """Look up every shape variant of a trace and aggregate, count-weighted
-    (``regime_policy``: stated regime equivalences, store/regime_policy.py)."""
+    (``regime_policy``: stated regime equivalences, store/lookup/regime_policy.py)."""
     trace, label = load_trace(path_or_dict)
     fill = fill_dtype or dominant_dtype(trace)
     variants = trace_variants(trace, trace_context(trace, num_devices, ep_size), fill)

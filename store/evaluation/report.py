@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.db import redact_url
+from profstore.storage.engines import redact_url
 from profstore.evaluation.document import Image, Section, Table
 from profstore.evaluation.holdout import HoldoutReport, known_profile
 from profstore.evaluation.replay import SOURCES, ReplayReport

@@ -29,8 +29,8 @@ from profstore.evaluation.replay import (
     trace_context,
     trace_variants,
 )
-from profstore.leaf import LeafOp
-from profstore.result import QueryResult
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QueryResult
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import LeafOp, TensorSpec
-from profstore.mapping import KernelPolicy
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.mapping import KernelPolicy
 from profstore.paths.base import (
     AxisTransform,
     Extraction,
@@ -65,8 +65,8 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow, Slot
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow, Slot
 
 KERNEL = "FusedInferAttentionScore"
 SEQ_DECIMALS = 6

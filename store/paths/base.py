@@ -14,16 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import TensorSpec
-from profstore.lru import LRU
-from profstore.result import Reason
-from profstore.rows import CsvRow
-from profstore.shapes import Shape, logical_shape
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import TensorSpec
+from profstore.model.clock_cache import ClockCache
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow
+from profstore.model.shapes import Shape, logical_shape
 
 if TYPE_CHECKING:
-    from profstore.leaf import LeafOp
-    from profstore.mapping import KernelPolicy, MappingEntry
+    from profstore.model.leaf import LeafOp
+    from profstore.model.mapping import KernelPolicy, MappingEntry
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def regime_key(regime: Mapping[str, Any]) -> str:
     return text
 
 
-_KEY_TEXTS = LRU(4096)
+_KEY_TEXTS = ClockCache(4096)
 """``regime_key``'s remembered texts, by the regime's items in their order."""
 
 
@@ -156,7 +156,7 @@ class OperatorPath:
     """Axes that describe the tensors whose format is in the regime (MatMul: K and N, the
     weight): with formats unstated, a format whose rows measure the target on these axes
     is preferred over one that reaches it only by interpolating across them
-    (store/format_inference.py)."""
+    (store/lookup/format_inference.py)."""
     formats_as_layout: ClassVar[bool] = False
     """The target reads a tensor's format only through ``shapes.logical_shape`` (and
     rank-preserving kernel normalisers): then no format changes the target of a leaf

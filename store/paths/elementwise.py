@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import LeafOp
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import LeafOp
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -43,9 +43,9 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow
-from profstore.shapes import Shape, drop_batch_dim, logical_shape, shape_text
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow
+from profstore.model.shapes import Shape, drop_batch_dim, logical_shape, shape_text
 
 
 class ElementwisePath(OperatorPath):

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.leaf import LeafOp, TensorSpec
-from profstore.mapping import MappingEntry
-from profstore.normalizers import normalize_target_inputs
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.mapping import MappingEntry
+from profstore.model.normalizers import normalize_target_inputs
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -42,9 +42,9 @@ from profstore.paths.base import (
     target_operand,
     unwrap,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow, Slot
-from profstore.shapes import Shape, numel, shape_text
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.shapes import Shape, numel, shape_text
 
 MATMUL_AXES = ("M", "K", "N")
 MATMUL_GROUPS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
@@ -128,7 +128,7 @@ def row_call(row: CsvRow) -> MatrixCall | Refusal:
 def operand_format(tensor: TensorSpec, position: int, entry: MappingEntry) -> str:
     """The tensor's format as resolved before the path runs (a policy, the mapping's
     ``expected_input_formats`` or the measured rows fill an unstated one:
-    store/formats.py); ND for a format still unstated."""
+    store/lookup/format_resolution.py); ND for a format still unstated."""
     return tensor.format or "ND"
 
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profstore.leaf import LeafOp
-from profstore.normalizers import normalize_target_inputs
+from profstore.model.leaf import LeafOp
+from profstore.model.normalizers import normalize_target_inputs
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -38,9 +38,9 @@ from profstore.paths.base import (
     target_operand,
     unwrap,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow
-from profstore.shapes import leading_product, shape_text
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow
+from profstore.model.shapes import leading_product, shape_text
 
 CSV_ORDER = ("cache", "index", "update")
 """The kernel's (and its CSV's) input order; the target gets there through the same

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import LeafOp, TensorSpec
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -35,9 +35,9 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow, Slot
-from profstore.shapes import Shape, leading_product, logical_shape, shape_text
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.shapes import Shape, leading_product, logical_shape, shape_text
 
 KERNEL = "DispatchFFNCombine"
 EP_COLUMN = "EP Size"

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import LeafOp
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import LeafOp
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -38,8 +38,8 @@ from profstore.paths.matmul import (
     row_call,
     target_call,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow
 
 #: Profiler weight dtype -> quant subtype; other dtypes are their own (lower-case) subtype.
 _SUBTYPE_BY_DTYPE = {

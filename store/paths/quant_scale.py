@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -41,9 +41,9 @@ from profstore.paths.base import (
     unwrap,
 )
 from profstore.paths.matmul import operand_format
-from profstore.result import Reason
-from profstore.rows import CsvRow
-from profstore.shapes import Shape, numel
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow
+from profstore.model.shapes import Shape, numel
 
 BLOCK_KERNELS = frozenset({"DynamicBlockQuant"})
 FLOAT16_AS = "DT_FLOAT16"

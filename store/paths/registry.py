@@ -10,7 +10,7 @@ import pkgutil
 from functools import lru_cache
 
 import profstore.paths as package
-from profstore.mapping import MappingEntry, VersionMapping
+from profstore.model.mapping import MappingEntry, VersionMapping
 from profstore.paths.base import OperatorPath
 from profstore.paths.generic import GenericComputePath
 

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.dtypes import to_profiler_dtype
-from profstore.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.dtypes import to_profiler_dtype
+from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse, unwrap
-from profstore.result import Reason
-from profstore.rows import CsvRow, Slot
-from profstore.shapes import Shape
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.shapes import Shape
 
 PHASES = ("prefill", "decode", "mixed")
 COMPLETE = "complete"

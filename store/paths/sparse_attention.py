@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 from profstore.paths.base import Extraction, Refusal, refuse, unwrap
 from profstore.paths.grouped_attention import GroupedAttentionPath
 from profstore.paths.request_grouping import (
@@ -36,8 +36,8 @@ from profstore.paths.request_grouping import (
     query_fields,
     slot_fields,
 )
-from profstore.result import Reason
-from profstore.rows import CsvRow, Slot
+from profstore.model.result import Reason
+from profstore.model.profile_row import CsvRow, Slot
 
 ROW_TOPK = 3
 TOKEN_LEVEL = "1"

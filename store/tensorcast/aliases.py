@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from profstore.result import Reason
+from profstore.model.result import Reason
 from profstore.tensorcast.miss_codes import ATTEMPT_STATUS
 
 BYTE_RATIO_METHOD = "base_elementwise_byte_ratio"

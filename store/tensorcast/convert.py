@@ -9,8 +9,8 @@ from dataclasses import fields, replace
 from numbers import Integral, Real
 from typing import Any
 
-from profstore.dtypes import canonical_torch_dtype
-from profstore.leaf import Arg, LeafContext, LeafOp, TensorSpec
+from profstore.model.dtypes import canonical_torch_dtype
+from profstore.model.leaf import Arg, LeafContext, LeafOp, TensorSpec
 
 #: Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).
 MAX_VALUE_ELEMENTS = 4096
@@ -60,7 +60,7 @@ def _values(tensor: Any, shape: tuple[int, ...], dtype: str) -> tuple[int, ...] 
 
 def _format(tensor: Any, format_of: FormatOf | None) -> str | None:
     """The tensor's stated format; None (unstated) when neither the hook nor the tensor
-    says one: the lookup resolves it (store/formats.py)."""
+    says one: the lookup resolves it (store/lookup/format_resolution.py)."""
     fmt = format_of(tensor) if format_of is not None else None
     if fmt is None:
         fmt = getattr(tensor, "format", None)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profstore.result import QueryResult
+from profstore.model.result import QueryResult
 from profstore.tensorcast import draws
 from profstore.tensorcast.draw_spec import DrawSpec
 from profstore.tensorcast.metered import MeteredDataSource

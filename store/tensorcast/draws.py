@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from profstore.evaluation.uncertainty import ErrorModel, answer_error, default_cache_dir
 from profstore.paths.base import regime_key
-from profstore.result import QueryResult
+from profstore.model.result import QueryResult
 from profstore.tensorcast.draw_spec import DrawSpec
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.result import TensorCastResult
 from profstore.tensorcast.run_stats import Fallback, ProcessStats

@@ -54,7 +54,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from profstore.result import Reason
+from profstore.model.result import Reason
 
 MissCodes = Literal["profstore", "upstream"]
 MISS_CODE_STYLES: Final[tuple[str, ...]] = ("profstore", "upstream")

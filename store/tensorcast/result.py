@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.leaf import LeafOp
-from profstore.result import QueryResult
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QueryResult
 
 ShapeList = list[list[int]]
 RowShapes = Callable[[str, int], ShapeList]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profstore.fallback_price import Price, PricedMiss, price_lines, prices
+from profstore.presentation.fallback_price import Price, PricedMiss, price_lines, prices
 from profstore.tensorcast.run_stats import Fallback, RunSummary
 
 

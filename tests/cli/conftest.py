@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from profstore.db import make_engine, upgrade
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 
 from tests.conftest import PERFDB

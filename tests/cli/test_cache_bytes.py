@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 from profstore.api import Store
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 
 from tests.cli.test_cli_lookup import rms
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from profstore.cli.main import main
-from profstore.db import head_revision
+from profstore.storage.engines import head_revision
 
 from tests.cli.conftest import write_fixture
 from tests.conftest import REPO

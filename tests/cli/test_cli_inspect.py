@@ -13,7 +13,7 @@ import pytest
 from profstore.cli import inspect as inspect_verbs
 from profstore.cli.main import main
 from profstore.cli.sqlguard import Limits, ReadOnlyViolation, check_statement, guarded
-from profstore.db import make_engine
+from profstore.storage.engines import make_engine
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from profstore.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
 
 from tests.cli.test_cli_lookup import brief, lookup_lines, rms
 

@@ -4,7 +4,7 @@ file) is readable by every reading verb and by the library.
 Tests run as root, whom permission bits do not stop: the readers here run in a child
 process without capabilities (``setpriv --bounding-set=-all``), so the kernel applies the
 bits to it as it would to any user, and the read-only storage is real. profstore itself
-decides "not writable" from the mode bits (store/db.py ``storage_writable``), so root
+decides "not writable" from the mode bits (store/storage/engines.py ``storage_writable``), so root
 reading a 0555 directory in-process picks ``immutable=1`` as well.
 """
 
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from profstore.api import Store
-from profstore.db import DatabaseNotReadable
-from profstore.leaf import LeafOp
+from profstore.storage.engines import DatabaseNotReadable
+from profstore.model.leaf import LeafOp
 
 from tests.cli.conftest import ingest_into, write_fixture
 from tests.cli.test_cli_lookup import rms

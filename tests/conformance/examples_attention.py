@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profstore.result import Reason
+from profstore.model.result import Reason
 
 from tests.conformance.examples_compute import BF16, FP32, tensor
 from tests.conformance.model import Lands, Miss, Mutation, PathExample

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profstore.result import Reason
+from profstore.model.result import Reason
 
 from tests.conformance.model import BaseAnswers, Lands, Miss, Mutation, PathExample, Probe
 from tests.support.perfdb import Row

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.result import Reason
+from profstore.model.result import Reason
 
 from tests.support.perfdb import Row
 

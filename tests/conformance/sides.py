@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 from profstore.ingest.csvfile import Accepted, read_kernel_csv
-from profstore.leaf import LeafOp
-from profstore.mapping import VersionMapping, load_mapping
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import VersionMapping, load_mapping
 from profstore.paths.base import Extraction, OperatorPath, Refusal, RowContext, TargetContext
 from profstore.paths.registry import path_for, path_named, selector_of, tc_input_counts
 

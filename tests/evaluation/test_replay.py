@@ -6,7 +6,7 @@ import json
 
 import pytest
 from profstore.evaluation.replay import SOURCES, apportion, replay_workload
-from profstore.regime_policy import RegimePolicy
+from profstore.lookup.regime_policy import RegimePolicy
 
 from tests.conftest import WORKLOADS, requires_perfdb
 

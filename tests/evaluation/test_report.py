@@ -6,7 +6,7 @@ import base64
 import re
 
 import pytest
-from profstore.db import normalize_url, redact_url
+from profstore.storage.engines import normalize_url, redact_url
 from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import run_holdout
 from profstore.evaluation.replay import replay_workload

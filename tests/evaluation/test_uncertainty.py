@@ -135,7 +135,7 @@ def test_trial_with_the_duplicated_coordinate_hidden(square_store):
     rows with the duplicates' noise ±1/9 (the hidden pair still defines it: the noise
     comes from the full version). Fully correlated: [4·8/9 + 16·8/9 + 8,
     4·10/9 + 16·10/9 + 160/17]; the full-data truth 4 + 9 + 16 = 29 lies inside."""
-    from profstore import schema as t
+    from profstore.storage import schema as t
     from sqlalchemy import select
 
     with square_store.engine.connect() as conn:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore import schema as t
-from profstore.db import make_engine, upgrade
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import Engine, func, select
 

@@ -4,7 +4,7 @@ header of a million columns is refused at once with a reason, every row counted.
 from __future__ import annotations
 
 from profstore.ingest.csvfile import read_kernel_csv
-from profstore.mapping import KernelPolicy
+from profstore.model.mapping import KernelPolicy
 
 from tests.support.perfdb import BASE_HEADER, Row, csv_text
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from profstore.cli.main import main
-from profstore.mapping import MappingError, load_mapping
+from profstore.model.mapping import MappingError, load_mapping
 
 from tests.support.perfdb import DEVICE, V18_DIR, Row, mapping_doc, write_version
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.db import alembic_config, current_revision, make_engine
+from profstore.storage.engines import alembic_config, current_revision, make_engine
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.writer import mapping_doc, write_version
-from profstore.regime_pack import READ_COLUMNS, decode
+from profstore.ingest.perfdb_writer import mapping_doc, write_version
+from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import create_engine, func, inspect, select
 
 from tests.ingest.test_migration_0005 import OPS, RMS, add, leaf, rms

@@ -5,10 +5,10 @@ Both backends (this folder runs in both passes)."""
 
 from __future__ import annotations
 
-from profstore import schema as t
-from profstore.db import make_engine
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine
 from profstore.ingest.packs import write_packs
-from profstore.regime_pack import READ_COLUMNS, decode
+from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import delete, func, select
 
 

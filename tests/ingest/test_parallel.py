@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from profstore.db import alembic_config, make_engine, upgrade
+from profstore.storage.engines import alembic_config, make_engine, upgrade
 from profstore.ingest import parallel
 from profstore.ingest.loader import ingest_path
 

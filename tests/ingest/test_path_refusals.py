@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from profstore import schema as t
-from profstore.db import make_engine
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine
 from sqlalchemy import select
 
 from tests.support.perfdb import Row, build_database, write_version

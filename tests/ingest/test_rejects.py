@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from profstore import schema as t
-from profstore.db import make_engine, upgrade
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import VersionSummary, ingest_path
 from sqlalchemy import Engine, select
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profstore import schema as t
-from profstore.db import make_engine
-from profstore.exact_keys import (
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine
+from profstore.model.exact_keys import (
     RAW,
     STRIPPED,
     StrippedKeyPlanner,
@@ -20,9 +20,9 @@ from profstore.exact_keys import (
     signature_key,
     target_keys,
 )
-from profstore.leaf import LeafOp
-from profstore.rows import CsvRow, Slot
-from profstore.shapes import Shape
+from profstore.model.leaf import LeafOp
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.shapes import Shape
 from sqlalchemy import select
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version

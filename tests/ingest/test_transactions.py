@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore import schema as t
-from profstore.db import make_engine, upgrade
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.discover import content_hash, discover
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import Engine, select
@@ -141,7 +141,7 @@ def test_a_failure_in_one_version_keeps_the_versions_already_loaded(db):
 KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from profstore.ingest.loader import ingest_path
-    from profstore.db import make_engine
+    from profstore.storage.engines import make_engine
 
     def die(rows):
         if rows >= 2:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from profstore import schema as t
-from profstore.ingest.rows_to_sql import COLUMNS, FLUSH_ORDER, RegimeMemo, regime_columns
+from profstore.storage import schema as t
+from profstore.ingest.sql_writer import COLUMNS, FLUSH_ORDER, RegimeMemo, regime_columns
 from profstore.paths.base import Extraction
-from profstore.schema import REGIME_COLUMNS
+from profstore.storage.schema import REGIME_COLUMNS
 
 pytestmark = pytest.mark.no_database
 

@@ -11,7 +11,7 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from profstore.api import Store
 from profstore.cli.main import main
-from profstore.db import (
+from profstore.storage.engines import (
     SchemaMismatch,
     alembic_config,
     known_revisions,

@@ -12,8 +12,8 @@ import statistics
 from collections.abc import Callable
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB
 

@@ -12,8 +12,8 @@ import math
 from collections import defaultdict
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB, requires_perfdb
 

@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB, requires_perfdb
 

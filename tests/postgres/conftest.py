@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore.db import make_engine, upgrade
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url

@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from profstore.db import make_engine
+from profstore.storage.engines import make_engine
 from profstore.ingest.lock import IngestBusy, ingest_lock
 from sqlalchemy.engine import make_url
 

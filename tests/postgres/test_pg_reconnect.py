@@ -10,11 +10,11 @@ import sys
 import time
 
 import pytest
-from profstore import reconnect
+from profstore.storage import reconnect
 from profstore.api import Store
 from profstore.cli.main import main
-from profstore.leaf import LeafOp
-from profstore.reconnect import DatabaseUnavailable
+from profstore.model.leaf import LeafOp
+from profstore.storage.reconnect import DatabaseUnavailable
 
 from tests.conftest import REPO
 from tests.postgres.conftest import database_on, execute, rms_leaf

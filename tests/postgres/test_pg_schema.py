@@ -7,9 +7,9 @@ from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.db import make_engine, upgrade
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import Text, create_engine, select
 from sqlalchemy.dialects import postgresql

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from profstore.evaluation.holdout import run_holdout
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import requires_perfdb
 

@@ -13,8 +13,8 @@ import shutil
 import sqlite3
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version

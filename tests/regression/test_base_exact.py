@@ -4,9 +4,9 @@ accounting entries, static composites and the latency-column policies."""
 from __future__ import annotations
 
 import pytest
-from profstore.latency import CORE_ENVELOPE, PROFILING_AVERAGE
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.latency_column import CORE_ENVELOPE, PROFILING_AVERAGE
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 

@@ -5,8 +5,8 @@ measured byte range; the base owns them."""
 from __future__ import annotations
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import requires_perfdb
 from tests.support.perfdb import Row, build_store, mapping_doc, write_hccl, write_version

@@ -1,4 +1,4 @@
-"""A kernel's exact keys, read once it has missed often enough (store/candidates.py): a
+"""A kernel's exact keys, read once it has missed often enough (store/storage/queries.py): a
 later miss costs no exact-key statement, every answer stays what SQL alone gives.
 
 Statements are counted on the DBAPI connection the hot statements run on (SQLAlchemy's
@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from profstore import candidates
+from profstore.storage import queries as candidates
 from profstore.api import Store
-from profstore.db import make_engine
+from profstore.storage.engines import make_engine
 from profstore.ingest.loader import ingest_path
-from profstore.leaf import LeafOp
-from profstore.result import QueryResult, QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QueryResult, QuerySource, Reason
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

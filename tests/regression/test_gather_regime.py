@@ -7,9 +7,9 @@ import csv
 
 import pytest
 from profstore.evaluation.holdout import run_holdout
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 from profstore.paths.generic import generic_extraction
-from profstore.result import QuerySource
+from profstore.model.result import QuerySource
 
 from tests.conftest import PERFDB, requires_perfdb
 

@@ -1,4 +1,4 @@
-"""The nearest regime of a regime miss on the corpus (store/nearest_regime.py): the
+"""The nearest regime of a regime miss on the corpus (store/lookup/nearest_regime.py): the
 per-tensor float16 DynamicQuant leaf TensorCast's MoE models quantize with.
 
 Expected values read by hand from
@@ -13,8 +13,8 @@ perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5/Dyna
 from __future__ import annotations
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 pytestmark = pytest.mark.requires_perfdb
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 

@@ -10,9 +10,9 @@ import itertools
 
 import pytest
 from profstore.api import Store
-from profstore.leaf import LeafOp
-from profstore.mapping import load_mapping
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import load_mapping
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
@@ -265,7 +265,7 @@ def test_biased_call_never_borrows_two_input_rows(store):
     assert miss.details["target_regime"]["input_count"] == 3
 
 
-# --- unstated formats (store/formats.py): the grid is ND, two rows at M 20 and 28 are NZ ---
+# --- unstated formats (store/lookup/format_resolution.py): the grid is ND, two rows at M 20 and 28 are NZ ---
 
 def test_unstated_formats_that_two_regimes_answer_differently_are_a_miss_naming_both(store):
     result = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18")

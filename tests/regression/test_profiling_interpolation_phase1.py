@@ -6,9 +6,9 @@ through exact lookup, then interpolation, counted once."""
 from __future__ import annotations
 
 import pytest
-from profstore.latency import PROFILING_AVERAGE
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.latency_column import PROFILING_AVERAGE
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.regression.test_attention_fia import decode, decode_row, make_store
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version

@@ -1,4 +1,4 @@
-"""Stated regime equivalences on the corpus (store/regime_policy.py): the per-tensor
+"""Stated regime equivalences on the corpus (store/lookup/regime_policy.py): the per-tensor
 float16 DynamicQuant leaf read as per-token when, and only when, the caller states it.
 
 Expected value read by hand from
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from profstore.api import Store
-from profstore.result import QuerySource, Reason
+from profstore.model.result import QuerySource, Reason
 from profstore.tensorcast.data_source import ProfstoreDataSource
 
 from tests.regression.test_nearest_regime import SYM, per_tensor

@@ -9,10 +9,10 @@ specialised leaf can produce a generic-compute answer (§7.3.4).
 from __future__ import annotations
 
 import pytest
-from profstore.mapping import load_mapping
+from profstore.model.mapping import load_mapping
 from profstore.paths.generic import GenericComputePath
 from profstore.paths.registry import GENERIC, path_for, selector_of
-from profstore.result import QuerySource
+from profstore.model.result import QuerySource
 
 from tests.conftest import PERFDB, requires_perfdb
 from tests.integration.test_perfdb_specialized_a import add, dfc, mla

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from profstore.cli.main import main
-from profstore.db import make_engine, upgrade
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from profstore.ingest.lock import IngestBusy, ingest_lock
 

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.db import is_sqlite, normalize_url
+from profstore.storage.engines import is_sqlite, normalize_url
 from sqlalchemy import func, select
 
 from tests.conftest import REPO
@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from sqlalchemy import event
     from profstore.ingest.loader import ingest_path
-    from profstore.db import make_engine
+    from profstore.storage.engines import make_engine
 
     url, root, point, rows, marker = sys.argv[1:6]
     engine = make_engine(url)

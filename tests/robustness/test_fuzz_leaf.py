@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from profstore.api import Store
-from profstore.leaf import LeafOp
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 
 from tests.robustness import FUZZ, JSON_VALUES, mutated, mutated_tree
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version

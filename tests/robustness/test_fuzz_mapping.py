@@ -13,7 +13,7 @@ import json
 import pytest
 import yaml
 from hypothesis import given
-from profstore.mapping import MappingError, VersionMapping, load_mapping
+from profstore.model.mapping import MappingError, VersionMapping, load_mapping
 
 from tests.robustness import FUZZ, HUGE_INT, mutated, mutated_tree
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profstore import schema as t
-from profstore.db import make_engine, upgrade
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from sqlalchemy import select
 

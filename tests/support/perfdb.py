@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profstore.api import Store
-from profstore.db import make_engine, redact_url, upgrade
+from profstore.storage.engines import make_engine, redact_url, upgrade
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.writer import (  # noqa: F401 - re-exported for tests
+from profstore.ingest.perfdb_writer import (  # noqa: F401 - re-exported for tests
     BASE_HEADER,
     DEVICE,
     V18_DIR,

@@ -15,7 +15,7 @@ if not hasattr(shared, "perfdb_store"):
         from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
     except ImportError:
         from profstore.api import Store
-        from profstore.db import make_engine, upgrade
+        from profstore.storage.engines import make_engine, upgrade
         from profstore.ingest.loader import ingest_path
 
         @pytest.fixture(scope="session")

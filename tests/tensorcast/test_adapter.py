@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from profstore.api import Store
-from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.result import QueryResult, QuerySource
+from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.result import QueryResult, QuerySource
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
 from profstore.tensorcast.aliases import with_upstream_aliases
 

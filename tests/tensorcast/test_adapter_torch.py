@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from profstore.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.result import QuerySource
+from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
 from tests.conftest import requires_perfdb

@@ -177,7 +177,7 @@ def test_an_unknown_command_is_refused_by_the_parser(perfdb_path):
 
 @pytest.mark.sqlite_only
 def test_a_database_without_the_version_lists_what_it_holds(tmp_path):
-    from profstore.db import make_engine, upgrade
+    from profstore.storage.engines import make_engine, upgrade
 
     empty = tmp_path / "empty.db"
     engine = make_engine(empty)

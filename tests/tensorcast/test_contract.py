@@ -12,8 +12,8 @@ import json
 
 import pytest
 from profstore.api import Store
-from profstore.leaf import LeafContext
-from profstore.result import QuerySource
+from profstore.model.leaf import LeafContext
+from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, ShapeMatchInfo, SubKernelShapeInfo
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version

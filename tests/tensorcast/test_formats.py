@@ -4,7 +4,7 @@ paths answer as a descriptor that states the formats does (values from the v0.18
 from __future__ import annotations
 
 import pytest
-from profstore.result import QuerySource
+from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource
 
 from tests.conftest import requires_perfdb

@@ -6,7 +6,7 @@ quantisation. Answers are checked against values read from the v0.18 CSVs."""
 from __future__ import annotations
 
 import pytest
-from profstore.result import QuerySource
+from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource
 
 from tests.tensorcast.simulation import require_tensor_cast

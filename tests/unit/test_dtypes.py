@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from profstore.dtypes import (
+from profstore.model.dtypes import (
     PROFILER_DTYPES,
     TORCH_DTYPES,
     canonical_torch_dtype,

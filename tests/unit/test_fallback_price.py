@@ -1,9 +1,9 @@
-"""store/fallback_price.py: misses grouped per op and differing fields, priced by hand."""
+"""store/presentation/fallback_price.py: misses grouped per op and differing fields, priced by hand."""
 
 from __future__ import annotations
 
 import pytest
-from profstore.fallback_price import PricedMiss, lines_of, price_lines, prices
+from profstore.presentation.fallback_price import PricedMiss, lines_of, price_lines, prices
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 SCALE = {"scale_mode": ["per_tensor", "per_token"]}

@@ -1,4 +1,4 @@
-"""Hand-computable checks of the interpolation geometry (store/geometry.py)."""
+"""Hand-computable checks of the interpolation geometry (store/geometry/line.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from profstore.geometry import Diagnostic, GeometryResult, interpolate_1d
-from profstore.simplex import (
+from profstore.geometry.line import Diagnostic, GeometryResult, interpolate_1d
+from profstore.geometry.simplex import (
     Triangulation,
     TriangulationCache,
     affine_rank,

@@ -1,4 +1,4 @@
-"""The shared bounded cache (store/lru.py): which entries second-chance eviction keeps,
+"""The shared bounded cache (store/model/clock_cache.py): which entries second-chance eviction keeps,
 maxsize 0, replacement, clear, and threads filling and reading one map at once. Every
 expected set below is traced by hand from the rule in lru.py's docstring."""
 
@@ -9,16 +9,16 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from profstore.lru import LRU
+from profstore.model.clock_cache import ClockCache
 
 
-def kept(cache: LRU, keys: str) -> str:
+def kept(cache: ClockCache, keys: str) -> str:
     """The keys among ``keys`` still cached (read through ``get``, which marks them)."""
     return "".join(k for k in keys if cache.get(k) is not None)
 
 
-def filled(maxsize: int, keys: str) -> LRU:
-    cache = LRU(maxsize)
+def filled(maxsize: int, keys: str) -> ClockCache:
+    cache = ClockCache(maxsize)
     for k in keys:
         cache.put(k, k.upper())
     return cache
@@ -40,8 +40,8 @@ def test_a_read_entry_survives_the_next_eviction() -> None:
 
 
 def test_read_once_outlives_a_later_unread_insert() -> None:
-    """Where second chance differs from a strict LRU: "a" was read before "b" and "c"
-    were inserted, so a strict LRU would evict "a"; the sweep evicts "b"."""
+    """Where second chance differs from a strict ClockCache: "a" was read before "b" and "c"
+    were inserted, so a strict ClockCache would evict "a"; the sweep evicts "b"."""
     cache = filled(3, "a")
     assert cache.get("a") == "A"
     for k in "bcd":
@@ -53,7 +53,7 @@ def test_when_every_entry_was_read_the_sweep_evicts_in_insertion_order() -> None
     cache = filled(2, "ab")
     assert (cache.get("b"), cache.get("a")) == ("B", "A")
     cache.put("c", "C")  # both unmarked and moved ("a" then "b"), then "a" is evicted,
-    # though a strict LRU would keep "a" (read last)
+    # though a strict ClockCache would keep "a" (read last)
     assert kept(cache, "abc") == "bc"
 
 
@@ -80,7 +80,7 @@ def test_maxsize_zero_keeps_nothing() -> None:
 
 def test_negative_maxsize_is_refused() -> None:
     with pytest.raises(ValueError, match="maxsize must not be negative"):
-        LRU(-1)
+        ClockCache(-1)
 
 
 def test_clear_forgets_everything_and_the_cache_fills_again() -> None:
@@ -119,7 +119,7 @@ def test_threads_sharing_one_cache_read_only_what_was_put(frequent_switches: Non
     """Four writers put keys 0-399 (value 10 n), four readers get keys at once: every hit
     is the value put for its key, the size never exceeds 16, and since far more than 16
     distinct keys were put and nothing but eviction removes one, exactly 16 stay."""
-    cache = LRU(16)
+    cache = ClockCache(16)
     start = threading.Barrier(9)
     wrong: list[tuple[int, object]] = []
     oversize: list[int] = []

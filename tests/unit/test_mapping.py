@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from profstore.mapping import (
+from profstore.model.mapping import (
     KernelPolicy,
     MappingEntry,
     MappingError,
@@ -396,7 +396,7 @@ def test_version_mapping_is_read_only(real):
 
 
 def test_one_reason_ranking_mechanism_for_groups_and_kernels():
-    from profstore.result import ACROSS_AXIS_GROUPS, Reason, most_specific
+    from profstore.model.result import ACROSS_AXIS_GROUPS, Reason, most_specific
 
     found = [Reason.INSUFFICIENT_CANDIDATES, Reason.DIMENSION_BLOCKED, Reason.OUTSIDE_RANGE]
     assert most_specific(found, ACROSS_AXIS_GROUPS) is Reason.OUTSIDE_RANGE

@@ -1,12 +1,12 @@
-"""store/nearest_regime.py without a database: which regimes are nearest and how a miss
+"""store/lookup/nearest_regime.py without a database: which regimes are nearest and how a miss
 spells what differs."""
 
 from __future__ import annotations
 
 import json
 
-from profstore.attempt import Attempt
-from profstore.nearest_regime import (
+from profstore.lookup.attempt import Attempt
+from profstore.lookup.nearest_regime import (
     MAX_NEAREST,
     closest,
     differences,
@@ -14,7 +14,7 @@ from profstore.nearest_regime import (
     spell_differs,
 )
 from profstore.paths.base import Extraction
-from profstore.result import QueryResult, Reason
+from profstore.model.result import QueryResult, Reason
 
 TARGET = {"kernel": "K", "dtype": "DT_FLOAT16", "scale_mode": "per_tensor", "block": None}
 

@@ -9,8 +9,8 @@ import math
 import struct
 
 import numpy as np
-from profstore.regime_pack import PACK_COLUMNS, READ_COLUMNS, decode, encode
-from profstore.regime_slice import MeasuredRow, build_slice
+from profstore.storage.regime_pack import PACK_COLUMNS, READ_COLUMNS, decode, encode
+from profstore.storage.regime_slice import MeasuredRow, build_slice
 
 AVG, TOTAL = "Average Duration(us)", "Total Duration(us)"
 

@@ -1,10 +1,10 @@
-"""store/regime_policy.py without a database: the document's shape, the rules an op gets,
+"""store/lookup/regime_policy.py without a database: the document's shape, the rules an op gets,
 the substitution, the check against a version (its vocabulary given by hand)."""
 
 from __future__ import annotations
 
 import pytest
-from profstore.regime_policy import Equivalence, RegimePolicy, vocabulary_of
+from profstore.lookup.regime_policy import Equivalence, RegimePolicy, vocabulary_of
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 SCALE = {"scale_mode": {"per_tensor": "per_token"}}

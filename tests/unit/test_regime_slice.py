@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from profstore.mapping import KernelPolicy
-from profstore.prepared import Candidates, merge_points
-from profstore.regime_slice import MeasuredRow, build_slice
+from profstore.model.mapping import KernelPolicy
+from profstore.lookup.prepared_candidates import Candidates, merge_points
+from profstore.storage.regime_slice import MeasuredRow, build_slice
 
 AVG, TOTAL = "Average Duration(us)", "Total Duration(us)"
 

@@ -12,9 +12,9 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore import schema as t
+from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.db import (
+from profstore.storage.engines import (
     alembic_config,
     current_revision,
     head_revision,
@@ -173,7 +173,7 @@ def _index_names(path: Path) -> set[str]:
 @pytest.mark.sqlite_only
 def test_0003_indexes_child_sample_ids_of_a_database_built_by_0002(tmp_path):
     from profstore.ingest.loader import ingest_path
-    from profstore.ingest.writer import Row, mapping_doc, write_version
+    from profstore.ingest.perfdb_writer import Row, mapping_doc, write_version
 
     db = tmp_path / "old.db"
     url = sqlite_url(db)
@@ -211,6 +211,6 @@ def test_0003_indexes_child_sample_ids_of_a_database_built_by_0002(tmp_path):
     ("postgresql+psycopg://u@h/db", None),
 ])
 def test_sqlite_file_is_the_file_behind_a_sqlite_url(url, expected):
-    from profstore.db import sqlite_file
+    from profstore.storage.engines import sqlite_file
 
     assert sqlite_file(url) == expected

@@ -5,7 +5,7 @@ declares is reachable from a mapping entry that names it."""
 from __future__ import annotations
 
 import pytest
-from profstore.mapping import MappingEntry, load_mapping
+from profstore.model.mapping import MappingEntry, load_mapping
 from profstore.paths.registry import ALL_PATHS, DISPATCH_SELECTORS, path_for, selector_of
 
 from tests.conftest import PERFDB

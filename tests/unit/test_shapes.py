@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from profstore.shapes import (
+from profstore.model.shapes import (
     ShapeParseError,
     leading_product,
     numel,

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 from profstore.api import Store
-from profstore.db import make_engine, upgrade
+from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.discover import MAPPING_FILE, VLLM, VersionSource
 from profstore.ingest.loader import ingest_version
 from profstore.tensorcast import ProfstoreDataSource

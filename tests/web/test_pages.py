@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from profstore import schema
+from profstore.storage import schema
 
 from tests.cli.conftest import RMS_OP
 

@@ -7,7 +7,7 @@ import sqlite3
 import sys
 
 import pytest
-from profstore import schema
+from profstore.storage import schema
 from profstore.cli.main import main
 from profstore.web.config import load_metadata
 from profstore.web.server import wal_in_use
@@ -66,7 +66,7 @@ def test_live_mode_is_chosen_when_a_write_ahead_log_is_in_use(tmp_path):
 
 
 def test_metadata_describes_every_table_view_and_column(tmp_path):
-    from profstore.db import make_engine, upgrade
+    from profstore.storage.engines import make_engine, upgrade
 
     engine = make_engine(tmp_path / "empty.db")
     upgrade(engine)

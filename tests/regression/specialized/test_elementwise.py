@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 from profstore.api import Store
-from profstore.leaf import LeafOp
-from profstore.mapping import load_mapping
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import load_mapping
 from profstore.paths.elementwise import ElementwisePath, broadcast_code
-from profstore.result import QuerySource, Reason
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

@@ -10,11 +10,11 @@ tells the two update shapes apart (median 9 for (8, 128), 12 for (8, 1, 128)).
 from __future__ import annotations
 
 import pytest
-from profstore.leaf import LeafOp
-from profstore.normalizers import normalize_target_inputs
+from profstore.model.leaf import LeafOp
+from profstore.model.normalizers import normalize_target_inputs
 from profstore.paths.base import TargetContext
 from profstore.paths.mla_cache_update import MlaCacheUpdatePath
-from profstore.result import QuerySource, Reason
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from profstore.leaf import LeafOp
+from profstore.model.leaf import LeafOp
 from profstore.paths.base import Refusal
 from profstore.paths.moe_fused import MoeFusedPath, row_subtype
-from profstore.result import QuerySource, Reason
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 

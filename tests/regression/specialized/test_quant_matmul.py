@@ -10,9 +10,9 @@ import itertools
 
 import pytest
 from profstore.api import Store
-from profstore.leaf import LeafOp
-from profstore.mapping import load_mapping
-from profstore.result import QuerySource, Reason
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import load_mapping
+from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

@@ -1,0 +1,50 @@
+"""The CSV cells behind a matched row, read back by (file, line) for debug output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profstore.storage import schema as t
+from profstore.model.shapes import Shape, parse_shape_cell
+from profstore.storage.statements import Statement
+from sqlalchemy import Connection, bindparam, select
+
+
+def input_shapes_of(text: str) -> tuple[Shape, ...]:
+    """A stored ``input_shapes`` cell as shapes (absent inputs left out)."""
+    return tuple(shape for shape in parse_shape_cell(text) if shape is not None)
+
+
+def file_input_shapes(conn: Connection, profile_id: int, file_name: str) -> dict[int, str]:
+    """Every stored row of one CSV file of a profile: line → its ``input_shapes`` cell.
+
+    The file's kernel type is read first, so the sample index (profile, kernel) narrows the
+    search to that kernel's rows; joined on the file alone, SQLite's planner scans every
+    row of the profile (9.6 ms for one row of v0.18)."""
+    s, f = t.sample.c, t.kernel_file.c
+    found = conn.execute(select(f.id, f.kernel_type).where(
+        f.profile_id == profile_id, f.file_name == file_name)).first()
+    if found is None:
+        return {}
+    rows = conn.execute(select(s.line_no, s.input_shapes).where(
+        s.profile_id == profile_id, s.kernel_type == found.kernel_type,
+        s.kernel_file_id == found.id))
+    return {line: text for line, text in rows}
+
+
+_KERNEL_FORMATS = Statement(
+    select(t.sample_table.c.input_formats, t.sample_table.c.output_formats).distinct().where(
+        t.sample_table.c.profile_id == bindparam("profile"),
+        t.sample_table.c.kernel_type == bindparam("kernel")))
+"""Built once: the first format inference of a Store would otherwise compile it (ms)."""
+
+
+def kernel_formats(engine: Any, profile_id: int, kernel: str) -> frozenset[str]:
+    """Every memory format a kernel's stored rows name, inputs and outputs. ``engine`` as
+    for ``Statement.rows`` (a lookup's snapshot runs it on its own cursor)."""
+    found: set[str] = set()
+    for inputs, outputs in _KERNEL_FORMATS.rows(engine, profile=profile_id, kernel=kernel):
+        for cell in (inputs, outputs):
+            found.update(part.strip().upper() for part in (cell or "").strip('"').split(";")
+                         if part.strip())
+    return frozenset(found)

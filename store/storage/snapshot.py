@@ -1,0 +1,350 @@
+"""One read snapshot per lookup, and caches that follow a re-ingest.
+
+A lookup issues several queries (is the kernel there, exact keys, a regime's points…).
+On separate pooled connections, an ingest that commits between two of them could make
+one answer from two versions of the data, or look up a profile id the ingest has just
+deleted. ``SnapshotEngine`` pins one connection to the thread for the whole lookup,
+inside one read transaction, so every query of a lookup sees the same committed state;
+the connection goes back to the Store's idle list when the lookup ends. A forked child never reuses
+the parent's connections (``_reset_after_fork``).
+
+The caches (answers, regime slices, kernel presence, profiles) belong to a
+``Generation``: the ``profile_set`` state (every version's id and content hash) they were
+filled from. A lookup first reads that state in its snapshot; when it differs from the
+generation's, the Store starts a new, empty generation, so no answer is computed from,
+or cached next to, data of another ingest. Cached answers are served without a query;
+at most every ``refresh_seconds`` the Store re-reads the state (one small query) to
+notice a re-ingest even when every answer comes from the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from profstore.storage import schema as t
+from profstore.storage.engines import POOL_OVERFLOW, POOL_SIZE, POOL_TIMEOUT_SECONDS
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.engine import Dialect
+
+Fingerprint = tuple[tuple[int, str, str], ...]
+"""Every ``profile_set`` row as (id, alias, content_hash), by id."""
+
+
+FINGERPRINT_SQL = str(select(t.profile_set.c.id, t.profile_set.c.alias,
+                             t.profile_set.c.content_hash).order_by(t.profile_set.c.id))
+"""A constant statement without parameters, run on the DBAPI cursor: it is issued once
+per uncached lookup, where SQLAlchemy's per-statement overhead would be most of its cost."""
+
+
+def fingerprint(conn: Connection) -> Fingerprint:
+    return _fingerprint(conn.connection.dbapi_connection)
+
+
+def _fingerprint(raw: Any) -> Fingerprint:
+    cursor = raw.cursor()
+    try:
+        cursor.execute(FINGERPRINT_SQL)
+        return tuple((int(r[0]), str(r[1]), str(r[2])) for r in cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+class _Pinned:
+    """A lookup's connection, inside one read transaction from the snapshot's start to its
+    end. Between lookups it waits in its SnapshotEngine's idle list (a pool checkout, BEGIN
+    through SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries), not
+    in a thread: a thread between lookups (asleep, waiting on the simulator) holds none, so
+    many threads share a few connections (store/storage/engines.py ``POOL_SIZE``).
+
+    SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
+    reads the file header, so it takes the snapshot) and tell whether any other connection
+    committed since this one last looked; when none did, the fingerprint read then is still
+    the snapshot's. PostgreSQL: the connection stays at REPEATABLE READ; its first query
+    takes the snapshot."""
+
+    def __init__(self, engine: Engine) -> None:
+        conn = engine.connect()
+        self.sqlite = conn.dialect.name == "sqlite"
+        if not self.sqlite:
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        self.conn = conn
+        raw = conn.connection.dbapi_connection
+        assert raw is not None, "a checked-out connection has its DBAPI connection"
+        self.raw = raw
+        self._cursor = raw.cursor() if self.sqlite else None
+        """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
+        self._version: int | None = None
+        self._fingerprint: Fingerprint | None = None
+        self.pid = os.getpid()
+
+    def begin(self) -> None:
+        if self._cursor is not None:
+            self._cursor.execute("BEGIN")
+            rows = self._cursor.execute("PRAGMA data_version").fetchall()  # read to the end
+            version = int(rows[0][0])
+            if version != self._version:
+                self._version, self._fingerprint = version, None
+
+    def fingerprint(self) -> Fingerprint:
+        if self._fingerprint is None or not self.sqlite:
+            self._fingerprint = _fingerprint(self.raw)
+        return self._fingerprint
+
+    def end(self) -> None:
+        if self.conn.in_transaction():
+            self.conn.rollback()
+        else:
+            self.raw.rollback()
+
+    def close(self, broken: bool = False) -> None:
+        """Back to the engine's pool; ``broken``: the pool opens a new one in its place. In a
+        forked child nothing is sent on the parent's socket."""
+        if self.pid != os.getpid():
+            return
+        with suppress(Exception):  # a connection already broken has nothing to return
+            if self._cursor is not None:
+                self._cursor.close()
+        with suppress(Exception):
+            if broken:
+                self.conn.invalidate()
+        with suppress(Exception):
+            self.conn.close()
+
+
+_EVERY_ENGINE: weakref.WeakSet[SnapshotEngine] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for engine in list(_EVERY_ENGINE):
+        engine._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+class _Local(threading.local):
+    pinned: _Pinned | None = None
+    active: bool = False
+
+
+LOOKUP_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW - 1
+"""Most connections a Store's lookups hold at once (one pool slot stays free for the
+calls outside a snapshot); a lookup past that waits for one to come back."""
+
+
+class SnapshotEngine:
+    """Stands in for the Engine where the query code calls ``engine.connect()``: inside
+    ``snapshot()`` the calling thread gets a lookup connection (from the idle list, or a
+    new one from the pool; back to the idle list on exit), elsewhere an ordinary pooled
+    connection. It is not an Engine: the query code asks only for ``connect()``
+    (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._local = _Local()
+        self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
+        self._idle: list[_Pinned] = []
+        self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
+        """Connections being opened (outside the lock), counted against the limit."""
+        _EVERY_ENGINE.add(self)
+
+    @property
+    def dialect(self) -> Dialect:
+        """The engine's dialect (hot statements are compiled for it once)."""
+        return self.engine.dialect
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        local = self._local
+        if local.active and local.pinned is not None:
+            yield local.pinned.conn
+            return
+        with self.engine.connect() as conn:
+            yield conn
+
+    def dbapi(self) -> Any:
+        """The pinned DBAPI connection inside a snapshot, else None (use ``connect``)."""
+        local = self._local
+        return local.pinned.raw if local.active and local.pinned is not None else None
+
+    def fingerprint(self) -> Fingerprint:
+        """The ``profile_set`` state in the calling thread's snapshot."""
+        pinned = self._local.pinned
+        if pinned is None or not self._local.active:
+            raise RuntimeError("fingerprint() outside a snapshot")
+        return pinned.fingerprint()
+
+    def snapshot(self) -> _Snapshot:
+        """The thread's read snapshot (nested calls share the outer one)."""
+        return _Snapshot(self)
+
+    def _drop(self, pinned: _Pinned, broken: bool = True) -> None:
+        """Give up a lookup's connection (``broken``: it failed; the pool replaces it)."""
+        pinned.close(broken)
+        self._local.active = False
+        if self._local.pinned is pinned:
+            self._local.pinned = None
+        with self._returned:
+            self._all.discard(pinned)
+            self._returned.notify()
+
+    def forget(self) -> None:
+        """After a lost connection: the calling thread's connection and every idle one
+        (as likely dead) are given up; the next lookups open new ones."""
+        pinned = self._local.pinned
+        if pinned is not None:
+            self._drop(pinned)
+        self._local.active = False
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for p in idle:
+            self._drop(p)
+
+    def close(self) -> None:
+        """Return every lookup connection (before the engine is disposed)."""
+        with self._lock:
+            pinned, self._all, self._idle = list(self._all), weakref.WeakSet(), []
+        for p in pinned:
+            p.close()
+        self._local.pinned = None
+        self._local.active = False
+
+    def _checkout(self) -> _Pinned:
+        """An idle lookup connection, a new one while fewer than ``LOOKUP_CONNECTIONS``
+        exist, else the next one returned (``POOL_TIMEOUT_SECONDS`` at most)."""
+        with self._returned:
+            if not self._idle and not self._room():
+                self._returned.wait_for(lambda: bool(self._idle) or self._room(),
+                                        timeout=POOL_TIMEOUT_SECONDS)
+            if self._idle:
+                return self._idle.pop()
+            if not self._room():
+                raise TimeoutError(f"no lookup connection came back within "
+                                   f"{POOL_TIMEOUT_SECONDS} s ({LOOKUP_CONNECTIONS} in use)")
+            self._opening += 1
+        try:
+            pinned = _Pinned(self.engine)
+        finally:
+            with self._returned:
+                self._opening -= 1
+                self._returned.notify()
+        with self._returned:
+            self._all.add(pinned)
+        return pinned
+
+    def _room(self) -> bool:
+        return len(self._all) + self._opening < LOOKUP_CONNECTIONS
+
+    def _checkin(self, pinned: _Pinned) -> None:
+        with self._returned:
+            self._idle.append(pinned)
+            self._returned.notify()
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's connections without touching them (a
+        ROLLBACK or a close on the shared socket desynchronises the parent's session)."""
+        self._local = _Local()
+        self._all = weakref.WeakSet()
+        self._idle = []
+        self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._opening = 0
+        self.engine.dispose(close=False)
+
+
+class _Snapshot:
+    """``SnapshotEngine.snapshot()``'s context: a class, not a generator, because every
+    lookup that queries enters one (a ``@contextmanager`` costs twice the Python work).
+    The outermost entry of a thread begins the read transaction and its exit ends it; a
+    nested entry shares the outer one and leaves it open."""
+
+    __slots__ = ("_engine", "_pinned")
+
+    def __init__(self, engine: SnapshotEngine) -> None:
+        self._engine = engine
+        self._pinned: _Pinned | None = None
+        """Set while this entry is the outermost one (its exit ends the transaction)."""
+
+    def __enter__(self) -> Connection:
+        engine = self._engine
+        local = engine._local
+        pinned = local.pinned
+        if local.active and pinned is not None:
+            return pinned.conn
+        pinned = local.pinned = engine._checkout()
+        try:
+            pinned.begin()
+        except Exception:
+            engine._drop(pinned)
+            raise
+        local.active = True
+        self._pinned = pinned
+        return pinned.conn
+
+    def __exit__(self, *exc: object) -> None:
+        pinned = self._pinned
+        if pinned is None:
+            return
+        self._pinned = None
+        engine = self._engine
+        engine._local.active = False
+        try:
+            pinned.end()
+        except Exception:  # a broken connection: the pool opens a new one
+            engine._drop(pinned)
+            return
+        engine._local.pinned = None
+        engine._checkin(pinned)
+
+
+@dataclass
+class Generation:
+    """Caches filled from one ``profile_set`` state; ``parts`` holds the Store's query
+    objects (dispatcher, candidate queries, answer cache) built for it. Until the
+    ``time.monotonic()`` deadline ``fresh_until`` its cached answers are served without
+    re-reading the state: minus infinity while unbound, infinity when never re-validated,
+    so a warm lookup asks one comparison."""
+
+    fingerprint: Fingerprint | None
+    parts: Any
+    profiles: dict[str, Any] = field(default_factory=dict)
+    fresh_until: float = -math.inf
+
+
+class Generations:
+    """The current generation, replaced when the database's versions change."""
+
+    def __init__(self, build: Callable[[], Any], refresh_seconds: float | None) -> None:
+        self._build = build
+        self.refresh_seconds = refresh_seconds
+        self._lock = threading.Lock()
+        self.current = Generation(None, build())
+
+    def reset(self) -> Generation:
+        """Drop every cache (the next lookup re-reads the versions)."""
+        with self._lock:
+            self.current = Generation(None, self._build())
+            return self.current
+
+    def matching(self, seen: Fingerprint) -> Generation:
+        """The generation for the state ``seen`` in the caller's snapshot: the current one
+        when it matches (or is still unbound), else a new, empty one."""
+        with self._lock:
+            current = self.current
+            if current.fingerprint is None:
+                current.fingerprint = seen
+            elif current.fingerprint != seen:
+                current = self.current = Generation(seen, self._build())
+            current.fresh_until = math.inf if self.refresh_seconds is None else \
+                time.monotonic() + self.refresh_seconds
+            return current
