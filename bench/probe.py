@@ -157,8 +157,8 @@ def _uncached(store: Any, leaf: Any, reps: int) -> tuple[float, Any]:
 
 
 def targets(db: str, reps: int) -> dict[str, Any]:
-    from profstore.api import Store
     from profstore import LeafOp
+    from profstore.api import Store
 
     leaves = {name: LeafOp.from_json(d) for name, (d, _) in TARGETS.items()}
     out: dict[str, Any] = {"methods": {}}
@@ -226,8 +226,8 @@ def mixed(db: str, workloads: str, count: int) -> dict[str, float]:
 
 def lookups(spec: dict[str, Any]) -> dict[str, Any]:
     db, workloads = spec["db"], spec["workloads"]
-    from profstore.api import Store
     from profstore import LeafOp
+    from profstore.api import Store
 
     started = time.perf_counter()
     with Store.open(db) as store:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from profstore.storage import schema as t
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,
@@ -23,6 +22,7 @@ from profstore.ingest.discover import (
 from profstore.ingest.files import FileJob
 from profstore.ingest.mapping_file import MappingOutcome, parse_mapping
 from profstore.ingest.parallel import WorkerPool
+from profstore.storage import schema as t
 from sqlalchemy import Connection, func, select
 
 

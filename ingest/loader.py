@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profstore.storage import schema as t
-from profstore.storage.engines import bulk_load_settings, upgrade
 from profstore.ingest.ahead import ReadAhead, VersionRead
 from profstore.ingest.discover import (
     MAPPING_FILE,
@@ -25,6 +23,8 @@ from profstore.ingest.mapping_file import EMPTY_MAPPING, MappingOutcome
 from profstore.ingest.parallel import WorkerPool
 from profstore.ingest.sql_writer import RowWriter
 from profstore.model.mapping import VersionMapping
+from profstore.storage import schema as t
+from profstore.storage.engines import bulk_load_settings, upgrade
 from sqlalchemy import Connection, Engine, delete, func, insert, select
 
 ProgressFn = Callable[[str, int, int], None]

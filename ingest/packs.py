@@ -15,8 +15,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.ingest.bulk import bulk_insert
+from profstore.storage import schema as t
 from profstore.storage.regime_pack import PACK_COLUMNS, encode
 from profstore.storage.regime_slice import PointColumns, ValueCodes, slices_of
 from sqlalchemy import Connection, delete, select

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from profstore.storage import schema as t
 from profstore.ingest.discover import MAPPING_FILE
 from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.mapping_file import parse_mapping
 from profstore.ingest.sql_writer import RowWriter
 from profstore.model.mapping import VersionMapping
+from profstore.storage import schema as t
 from sqlalchemy import Connection, create_engine
 
 MIN_PARALLEL_BYTES = 2 << 20

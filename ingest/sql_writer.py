@@ -12,16 +12,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple
 
-from profstore.storage import schema as t
-from profstore.model.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
 from profstore.ingest.bulk import bulk_insert
 from profstore.ingest.csvfile import Accepted, FileReadout, RejectCode, Rejected
 from profstore.ingest.hccl import CommReadout
 from profstore.ingest.packs import PointCollector, write_packs
+from profstore.model.exact_keys import StrippedKeyPlanner, prefix_keys, row_output_keys
 from profstore.model.mapping import VersionMapping
-from profstore.storage.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack
 from profstore.paths.base import Extraction, Refusal, RowContext
 from profstore.paths.registry import ingest_paths, selector_of, tc_input_counts
+from profstore.storage import schema as t
+from profstore.storage.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack
 from profstore.storage.schema import SQL_INT_MAX
 from sqlalchemy import Connection, Table, func, insert, inspect, select
 

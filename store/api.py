@@ -11,17 +11,17 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from profstore.lookup.base_exact import BaseExact
-from profstore.lookup.format_resolution import FormatPolicy
-from profstore.model.leaf import LeafOp
-from profstore.model.clock_cache import ClockCache
-from profstore.model.mapping import VersionMapping, merge_overlay
-from profstore.lookup.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
-from profstore.model.result import QueryResult, Reason
 from profstore.lookup.dispatch import Dispatcher, LookupOptions, Profile
+from profstore.lookup.format_resolution import FormatPolicy
+from profstore.lookup.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
+from profstore.model.clock_cache import ClockCache
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import VersionMapping, merge_overlay
+from profstore.model.result import QueryResult, Reason
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
-    from profstore.storage.queries import CandidateQueries
     from profstore.storage.engines import ReadOnly
+    from profstore.storage.queries import CandidateQueries
     from profstore.storage.snapshot import Fingerprint, Generation
     from sqlalchemy import Engine
 
@@ -87,11 +87,11 @@ class Store:
         self._checked = ClockCache(64)
 
     def _new_caches(self) -> Caches:
-        from profstore.storage.queries import CandidateQueries
+        from profstore.geometry.simplex import TriangulationCache
         from profstore.lookup.communication import CommunicationLookup
         from profstore.lookup.format_inference import FormatInference
         from profstore.lookup.path_runner import PathRunner
-        from profstore.geometry.simplex import TriangulationCache
+        from profstore.storage.queries import CandidateQueries
 
         queries = CandidateQueries(self._snapshots)
         runner = PathRunner(queries, TriangulationCache(512))
@@ -121,7 +121,7 @@ class Store:
         answers are re-validated at most every ``refresh_seconds`` (None: never; see
         store/storage/snapshot.py).
         ``read_only="immutable"`` opens a SQLite file with ``immutable=1``; a read-only
-        open picks it on its own on read-only storage (store/storage/engines.py ``sqlite_read_uri``).
+        open picks it on its own on read-only storage (storage/engines.py ``sqlite_read_uri``).
         A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
         from profstore.storage.engines import (
@@ -174,7 +174,7 @@ class Store:
 
         ``exclude_samples`` hides measured rows (by sample id) from this query only:
         hold-out evaluation asks through the same code path a real lookup uses.
-        ``format_policy`` states formats the leaf leaves unstated (store/lookup/format_resolution.py); a
+        ``format_policy`` states formats the leaf leaves unstated (lookup/format_resolution.py); a
         policy with an unknown format or key raises ``ValueError``. ``regime_policy``
         states regime equivalences (store/lookup/regime_policy.py); one naming an unknown op,
         kernel, field or value raises ``ValueError``.

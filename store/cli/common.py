@@ -61,7 +61,13 @@ def db_url(args: argparse.Namespace) -> str:
 def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
-    from profstore.storage.engines import SchemaMismatch, make_engine, redact_url, require_head, sqlite_file
+    from profstore.storage.engines import (
+        SchemaMismatch,
+        make_engine,
+        redact_url,
+        require_head,
+        sqlite_file,
+    )
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 from profstore.api import Store
-from profstore.cli.output import Column, emit
-from profstore.storage.engines import make_engine, upgrade
 from profstore.cli.demo_data import DEMO_QUERIES, write_demo_data
+from profstore.cli.output import Column, emit
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
+from profstore.storage.engines import make_engine, upgrade
 
 RESULT_COLUMNS = [
     Column("query", "QUERY"), Column("latency_us", "LATENCY_US", True),

@@ -7,10 +7,8 @@ how good is the interpolation, and what is missing" (RFC §7.3, §8.3).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from profstore.cli.common import CliError, db_url
 from profstore.cli.lookup_cmd import open_store

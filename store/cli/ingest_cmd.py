@@ -10,6 +10,9 @@ from pathlib import Path
 from profstore.cli.common import CliError, db_url
 from profstore.cli.output import print_json
 from profstore.cli.progress import ProgressBar
+from profstore.ingest.discover import discover
+from profstore.ingest.loader import VersionSummary, ingest_path
+from profstore.ingest.lock import IngestBusy
 from profstore.storage.engines import (
     checkpoint,
     current_revision,
@@ -19,9 +22,6 @@ from profstore.storage.engines import (
     storage_writable,
     upgrade,
 )
-from profstore.ingest.discover import discover
-from profstore.ingest.loader import VersionSummary, ingest_path
-from profstore.ingest.lock import IngestBusy
 
 
 def _writable_engine(url: str):

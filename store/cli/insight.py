@@ -28,8 +28,8 @@ from profstore.evaluation.uncertainty import (
     op_errors,
 )
 from profstore.evaluation.workload import Workload, load_workload, run_workload
-from profstore.presentation.fallback_price import lines_of
 from profstore.ingest.perfdb_writer import BASE_HEADER
+from profstore.presentation.fallback_price import lines_of
 
 PROFILER_COLUMNS = ["Type", *(c for c in BASE_HEADER if c.startswith(("Input", "Output")))]
 PLAN_COLUMNS = ["plan_id", "role", "opens_new_regime", "regime", "serves"]

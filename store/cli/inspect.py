@@ -12,7 +12,6 @@ import sys
 from collections import Counter
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.cli.common import (
     CliError,
     profile_row,
@@ -27,6 +26,7 @@ from profstore.cli.sqlguard import (
     guarded,
 )
 from profstore.paths.registry import ALL_PATHS
+from profstore.storage import schema as t
 from sqlalchemy import Connection, column, func, select, table, text
 
 AXES = ("axis_0", "axis_1", "axis_2")

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
-from profstore.model.size_limits import load_json
 from profstore.cli.common import (
     CliError,
     check_database,
@@ -21,12 +20,13 @@ from profstore.cli.common import (
 )
 from profstore.cli.output import print_json, to_json
 from profstore.cli.regime_option import checked_regime_policy
-from profstore.presentation.explain import explain_lines
 from profstore.lookup.format_resolution import FormatPolicy
+from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.leaf import LeafOp
 from profstore.model.mapping import MappingError, VersionMapping, load_mapping
-from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.result import Reason
+from profstore.model.size_limits import load_json
+from profstore.presentation.explain import explain_lines
 
 
 def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None:

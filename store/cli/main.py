@@ -98,8 +98,8 @@ def split_passthrough(words: list[str]) -> tuple[list[str], list[str] | None]:
 def _user_error(exc: Exception) -> str | None:
     """The one line for a mapping, database or driver error; None for a bug (which keeps
     its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
-    from profstore.storage.engines import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
     from profstore.model.mapping import MappingError
+    from profstore.storage.engines import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
     from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, (MappingError, InvalidDatabaseUrl, SchemaMismatch)):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from importlib import import_module
-from pathlib import Path
 
 from profstore.cli.common import add_version_option, db_options, json_options
 from profstore.cli.sqlguard import DEFAULT_SECONDS

@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
 from profstore.evaluation.uncertainty import DRAWS, ErrorModel, interval, op_errors
 from profstore.evaluation.workload import Workload, WorkloadRun, run_workload
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 

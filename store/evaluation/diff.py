@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.workload import Workload, run_workload
 from profstore.model.mapping import MappingEntry
 from profstore.paths.registry import selector_of
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 MAPPING_FIELDS = ("kernel_type", "alternate_kernel_types", "selector", "zero_cost")

@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.plan_points import Coordinate, ProposedPoint, Target, propose
 from profstore.evaluation.standin import standin_store
 from profstore.evaluation.workload import Answer, Workload, WorkloadRun, run_workload
-from profstore.presentation.fallback_price import PricedMiss, prices
 from profstore.ingest.perfdb_writer import Row
+from profstore.lookup.dispatch import Profile
 from profstore.paths.base import Refusal, TargetContext
 from profstore.paths.registry import path_for, selector_of
-from profstore.lookup.dispatch import Profile
+from profstore.presentation.fallback_price import PricedMiss, prices
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 COVERED = ("MEASURED", "INTERPOLATED")

@@ -22,17 +22,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.queries import MeasuredRow
-from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.evaluation.holdout_comm import CommStats, communication_holdout
+from profstore.geometry.simplex import affine_rank
+from profstore.lookup.dispatch import Profile
+from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.model.latency_column import column_rank
 from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
-from profstore.geometry.simplex import affine_rank
-from profstore.lookup.dispatch import Profile
+from profstore.storage import schema as t
+from profstore.storage.queries import MeasuredRow
 from sqlalchemy import select
 
 Coordinate = tuple[float, ...]

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.lookup.communication import CommPoint, SizeCurve, bracketing_fit, global_fit
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 NEAREST_K = 2

@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.plot import PlotError, figure_legend, png_bytes, pyplot, small_multiples
+from profstore.storage import schema as t
 from sqlalchemy import func, select
 
 TOP_KERNELS = 10

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from profstore.model.dtypes import to_profiler_dtype
 from profstore.ingest.csvfile import read_kernel_csv
 from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath, Refusal, RowContext, TargetContext

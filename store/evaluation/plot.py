@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import (
     HoldoutPoint,
@@ -26,6 +25,7 @@ from profstore.evaluation.holdout import (
 )
 from profstore.paths.base import Extraction
 from profstore.paths.registry import path_named
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 CURVE_SAMPLES = 240

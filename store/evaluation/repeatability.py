@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
-from profstore.presentation.fallback_price import PricedMiss, prices
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.lookup.regime_policy import RegimePolicy
+from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
 from profstore.model.result import QueryResult, Reason
 from profstore.model.shapes import parse_shape_text
+from profstore.presentation.fallback_price import PricedMiss, prices
 
 SOURCES = ("MEASURED", "INTERPOLATED", "PARTIAL", "miss")
 ZERO_METHODS = ("zero_cost", "accepted_miss")
@@ -62,7 +62,7 @@ class VariantOutcome:
     filled_dtypes: int
     error: str | None = None
     nearest_latency_us: float | None = None
-    """A miss's nearest measured regime's answer (store/lookup/nearest_regime.py), if one answers."""
+    """A miss's nearest measured regime's answer (lookup/nearest_regime.py), if one answers."""
     nearest_differs: dict[str, list[Any]] | None = None
 
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import redact_url
 from profstore.evaluation.document import Image, Section, Table
 from profstore.evaluation.holdout import HoldoutReport, known_profile
 from profstore.evaluation.replay import SOURCES, ReplayReport
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
+from profstore.storage import schema as t
+from profstore.storage.engines import redact_url
 from sqlalchemy import func, select
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,14 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import make_engine, upgrade
 from profstore.evaluation.holdout import known_profile
 from profstore.ingest.csvfile import read_kernel_csv
 from profstore.ingest.discover import file_hash
-from profstore.ingest.sql_writer import RowWriter
 from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.ingest.sql_writer import RowWriter
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Connection, Engine, Table, insert, select
 
 COPY_ORDER = (t.kernel_file, t.sample_table, t.key_table, t.regime, t.point, t.regime_points,

@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from profstore.storage import schema as t
 from profstore.api import Store
 from profstore.evaluation.holdout import HoldoutPoint, known_profile, run_holdout
 from profstore.evaluation.repeatability import duplicate_deviations
 from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
-from profstore.paths.base import regime_key
 from profstore.model.result import QueryResult
+from profstore.paths.base import regime_key
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 MIN_POINTS = 5

@@ -1,7 +1,7 @@
 """Pure interpolation geometry: linear in 1-D, and what every dimension shares (outcome
 codes, the result, the latency guard); the 2-D/3-D simplex lives in ``profstore.geometry.simplex``.
 
-Kept apart from I/O on purpose (no database; the only project import is the shared ClockCache) so that
+Kept apart from I/O on purpose (no database; its only project import is ClockCache) so that
 it can be tested with hand-computable numbers. scipy is imported on the first 2-D/3-D
 triangulation, so a process that only answers exact and 1-D lookups never loads it.
 Interpolation is strictly linear and never extrapolates: every answer is either a measured

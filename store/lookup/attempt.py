@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.paths.base import Extraction
 from profstore.model.result import QueryResult, Reason
+from profstore.paths.base import Extraction
 
 
 @dataclass

@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from profstore.lookup.attempt import Attempt
-from profstore.model.dtypes import element_size, to_profiler_dtype
 from profstore.lookup.duplicate_rows import merge_coordinate
+from profstore.model.dtypes import element_size, to_profiler_dtype
 from profstore.model.exact_keys import target_keys, target_signature
 from profstore.model.leaf import LeafOp
 from profstore.model.mapping import MappingEntry, VersionMapping

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from profstore.storage import schema as t
+from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import element_size
 from profstore.model.leaf import LeafOp, TensorSpec
-from profstore.model.clock_cache import ClockCache
 from profstore.model.result import QueryResult, Reason
+from profstore.storage import schema as t
 from profstore.storage.statements import Statement
 from sqlalchemy import Connection, bindparam, select
 

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 from profstore.lookup.attempt import Attempt
 from profstore.lookup.base_exact import composite, sub_entry
 from profstore.lookup.format_resolution import FormatPolicy, prefill
+from profstore.lookup.nearest_regime import MAX_NEAREST
 from profstore.model.leaf import LeafOp
 from profstore.model.mapping import MappingEntry, VersionMapping
-from profstore.lookup.nearest_regime import MAX_NEAREST
+from profstore.model.result import QueryResult, QuerySource, Reason, most_specific
 from profstore.paths.base import OperatorPath, TargetContext
 from profstore.paths.registry import path_for, selector_of
-from profstore.model.result import QueryResult, QuerySource, Reason, most_specific
 
 if TYPE_CHECKING:
-    from profstore.lookup.communication import CommunicationLookup
     from profstore.lookup.base_exact import BaseExact
+    from profstore.lookup.communication import CommunicationLookup
     from profstore.lookup.format_inference import FormatInference
     from profstore.lookup.path_runner import PathRunner
     from profstore.lookup.regime_policy import RegimePolicy
@@ -97,7 +97,7 @@ class Dispatcher:
         With interpolation disabled, a path whose exact coordinate is its base lookup
         (``specialized_base``: the attention paths, RFC §4.3.2) still answers it and never
         falls through to the generic input-signature lookup; every other leaf gets the
-        Phase 1 base result alone. Unstated formats are resolved first (store/lookup/format_resolution.py)."""
+        Phase 1 base result alone. Unstated formats are resolved first (format_resolution.py)."""
         prefilled = prefill(leaf, entry, options.formats)
         leaf = prefilled.leaf
         owns_exact = path.exact_owner_for(leaf)

@@ -1,4 +1,4 @@
-"""Step 3 of store/lookup/format_resolution.py: formats inferred from the measured rows of one kernel.
+"""Step 3 of lookup/format_resolution.py: formats inferred from the measured rows of one kernel.
 
 Only the unstated tensors whose format changes the target (its regime or axes) are
 tried, each in every format the kernel's rows hold; the others read ND (their format
@@ -23,13 +23,13 @@ from profstore.lookup.format_resolution import (
     unstated_units,
     with_formats,
 )
-from profstore.model.leaf import LeafOp
-from profstore.model.clock_cache import ClockCache
 from profstore.lookup.path_runner import PathRequest, PathRunner
+from profstore.lookup.regime_policy import RegimePolicy
+from profstore.model.clock_cache import ClockCache
+from profstore.model.leaf import LeafOp
+from profstore.model.result import Reason
 from profstore.paths.base import Extraction, OperatorPath, Refusal, TargetContext
 from profstore.storage.provenance import kernel_formats
-from profstore.lookup.regime_policy import RegimePolicy
-from profstore.model.result import Reason
 from profstore.storage.snapshot import SnapshotEngine
 
 MAX_ASSIGNMENTS = 64

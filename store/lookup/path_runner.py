@@ -8,15 +8,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from profstore.lookup.attempt import Attempt
-from profstore.storage.queries import CandidateQueries, RegimeSlice
-from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.geometry.line import Diagnostic, GeometryResult
-from profstore.model.leaf import LeafOp
-from profstore.model.clock_cache import ClockCache
-from profstore.model.mapping import KernelPolicy, MappingEntry
-from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
+from profstore.geometry.simplex import TriangulationCache, interpolate_simplex
+from profstore.lookup.attempt import Attempt
+from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.lookup.prepared_candidates import Candidates, Prepared
+from profstore.model.clock_cache import ClockCache
+from profstore.model.leaf import LeafOp
+from profstore.model.mapping import KernelPolicy, MappingEntry
 from profstore.model.result import (
     ACROSS_AXIS_GROUPS,
     QueryResult,
@@ -24,7 +23,8 @@ from profstore.model.result import (
     Reason,
     most_specific,
 )
-from profstore.geometry.simplex import TriangulationCache, interpolate_simplex
+from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
+from profstore.storage.queries import CandidateQueries, RegimeSlice
 
 if TYPE_CHECKING:
     from profstore.lookup.regime_policy import RegimePolicy

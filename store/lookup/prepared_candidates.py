@@ -14,8 +14,8 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.geometry.line import Line
+from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.model.mapping import KernelPolicy
 from profstore.paths.base import AxisTransform
 from profstore.storage.regime_slice import MeasuredRow, RegimeSlice

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, TypeAlias, TypeVar
 
-from profstore.model.size_limits import bounded_int, check_nesting, load_json, valid_text
 from profstore.model.dtypes import canonical_torch_dtype
 from profstore.model.leaf_context import LeafContext
 from profstore.model.leaf_fields import (
@@ -25,6 +24,7 @@ from profstore.model.leaf_fields import (
     object_error,
     shape_of,
 )
+from profstore.model.size_limits import bounded_int, check_nesting, load_json, valid_text
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -311,7 +311,7 @@ class LeafOp:
     def with_tensors(self, args: tuple[Arg, ...], kwargs: tuple[tuple[str, Arg], ...],
                      outputs: tuple[TensorSpec, ...]) -> LeafOp:
         """This leaf with its arguments, keywords and outputs replaced by values of this
-        leaf in which only tensors were swapped for other tensors (store/lookup/format_resolution.py fills
+        leaf in which only tensors were swapped for other tensors (lookup/format_resolution.py fills
         formats so): already normalised, they are not validated again."""
         copy = object.__new__(LeafOp)
         for name, value in (("op", self.op), ("args", args), ("kwargs", kwargs),

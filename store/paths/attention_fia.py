@@ -55,6 +55,8 @@ from typing import Any
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.model.mapping import KernelPolicy
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
 from profstore.paths.base import (
     AxisTransform,
     Extraction,
@@ -65,8 +67,6 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow, Slot
 
 KERNEL = "FusedInferAttentionScore"
 SEQ_DECIMALS = 6

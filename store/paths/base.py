@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import TensorSpec
-from profstore.model.clock_cache import ClockCache
-from profstore.model.result import Reason
 from profstore.model.profile_row import CsvRow
+from profstore.model.result import Reason
 from profstore.model.shapes import Shape, logical_shape
 
 if TYPE_CHECKING:

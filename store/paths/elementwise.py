@@ -34,6 +34,9 @@ from collections.abc import Sequence
 
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp
+from profstore.model.profile_row import CsvRow
+from profstore.model.result import Reason
+from profstore.model.shapes import Shape, drop_batch_dim, logical_shape, shape_text
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -43,9 +46,6 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow
-from profstore.model.shapes import Shape, drop_batch_dim, logical_shape, shape_text
 
 
 class ElementwisePath(OperatorPath):

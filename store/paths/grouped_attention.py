@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from profstore.model.leaf import LeafOp
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -35,8 +37,6 @@ from profstore.paths.request_grouping import (
     target_grouping,
     with_api_path,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow, Slot
 
 ROW_QUERY, ROW_CACHE = 0, 1
 

@@ -31,6 +31,9 @@ from typing import Any
 from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.model.mapping import MappingEntry
 from profstore.model.normalizers import normalize_target_inputs
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
+from profstore.model.shapes import Shape, numel, shape_text
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -42,9 +45,6 @@ from profstore.paths.base import (
     target_operand,
     unwrap,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow, Slot
-from profstore.model.shapes import Shape, numel, shape_text
 
 MATMUL_AXES = ("M", "K", "N")
 MATMUL_GROUPS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))

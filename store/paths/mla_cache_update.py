@@ -27,6 +27,9 @@ from collections.abc import Sequence
 
 from profstore.model.leaf import LeafOp
 from profstore.model.normalizers import normalize_target_inputs
+from profstore.model.profile_row import CsvRow
+from profstore.model.result import Reason
+from profstore.model.shapes import leading_product, shape_text
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -38,9 +41,6 @@ from profstore.paths.base import (
     target_operand,
     unwrap,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow
-from profstore.model.shapes import leading_product, shape_text
 
 CSV_ORDER = ("cache", "index", "update")
 """The kernel's (and its CSV's) input order; the target gets there through the same

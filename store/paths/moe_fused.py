@@ -25,6 +25,9 @@ from typing import Any
 
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
+from profstore.model.shapes import Shape, leading_product, logical_shape, shape_text
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -35,9 +38,6 @@ from profstore.paths.base import (
     refuse,
     unwrap,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow, Slot
-from profstore.model.shapes import Shape, leading_product, logical_shape, shape_text
 
 KERNEL = "DispatchFFNCombine"
 EP_COLUMN = "EP Size"

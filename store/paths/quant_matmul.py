@@ -20,6 +20,8 @@ from typing import Any
 
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp
+from profstore.model.profile_row import CsvRow
+from profstore.model.result import Reason
 from profstore.paths.base import (
     Extraction,
     OperatorPath,
@@ -38,8 +40,6 @@ from profstore.paths.matmul import (
     row_call,
     target_call,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow
 
 #: Profiler weight dtype -> quant subtype; other dtypes are their own (lower-case) subtype.
 _SUBTYPE_BY_DTYPE = {

@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.profile_row import CsvRow
+from profstore.model.result import Reason
+from profstore.model.shapes import Shape, numel
 from profstore.paths.base import (
     Extraction,
     Operand,
@@ -41,9 +44,6 @@ from profstore.paths.base import (
     unwrap,
 )
 from profstore.paths.matmul import operand_format
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow
-from profstore.model.shapes import Shape, numel
 
 BLOCK_KERNELS = frozenset({"DynamicBlockQuant"})
 FLOAT16_AS = "DT_FLOAT16"

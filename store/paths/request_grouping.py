@@ -25,10 +25,10 @@ from typing import Any
 
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
-from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse, unwrap
-from profstore.model.result import Reason
 from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
 from profstore.model.shapes import Shape
+from profstore.paths.base import Extraction, Refusal, RowContext, TargetContext, refuse, unwrap
 
 PHASES = ("prefill", "decode", "mixed")
 COMPLETE = "complete"

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from profstore.model.leaf import LeafOp
+from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.result import Reason
 from profstore.paths.base import Extraction, Refusal, refuse, unwrap
 from profstore.paths.grouped_attention import GroupedAttentionPath
 from profstore.paths.request_grouping import (
@@ -36,8 +38,6 @@ from profstore.paths.request_grouping import (
     query_fields,
     slot_fields,
 )
-from profstore.model.result import Reason
-from profstore.model.profile_row import CsvRow, Slot
 
 ROW_TOPK = 3
 TOKEN_LEVEL = "1"

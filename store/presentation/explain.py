@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from profstore.presentation.text_table import Column, format_cell, render_table, to_json
+from profstore.lookup.nearest_regime import spell_differs
 from profstore.model.leaf import LeafOp
 from profstore.model.mapping import MappingEntry
-from profstore.lookup.nearest_regime import spell_differs
-from profstore.paths.registry import path_for, selector_of
 from profstore.model.result import QueryResult
+from profstore.paths.registry import path_for, selector_of
+from profstore.presentation.text_table import Column, format_cell, render_table, to_json
 
 INDENT = "  "
 SHOWN_KEYS = frozenset({

@@ -94,7 +94,7 @@ POOL_OVERFLOW = 5
 POOL_TIMEOUT_SECONDS = 30
 """Connections one engine (one Store) holds: 5 kept, 5 more under load, a thread past
 that waits up to 30 s for one. A lookup holds a connection only while it runs
-(store/storage/snapshot.py), so many threads share few connections (docs/adr/0104-pool-sizing.md)."""
+(storage/snapshot.py), so many threads share few connections (docs/adr/0104-pool-sizing.md)."""
 
 POOL_SETTINGS: dict = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW,
                        "pool_timeout": POOL_TIMEOUT_SECONDS}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.model.shapes import Shape, parse_shape_cell
+from profstore.storage import schema as t
 from profstore.storage.statements import Statement
 from sqlalchemy import Connection, bindparam, select
 

@@ -4,7 +4,7 @@ Every query names the profile, kernel and (for points) path and regime key, so e
 range scan of an index or primary key in ``store.schema`` (keys: the kernel's files, then
 the key, then their samples by id; points: the regime by its unique key, then its one
 ``regime_points`` row, since 0006). A regime's points are cached as a columnar slice
-(``profstore.storage.regime_slice``, bounded ClockCache): exact coordinates, interpolation, duplicate
+(``regime_slice``, bounded ClockCache): exact coordinates, interpolation, duplicate
 handling and hold-out exclusion work on it without going back to the database.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.storage import schema as t
-from profstore.model.exact_keys import output_key
 from profstore.model.clock_cache import ClockCache
+from profstore.model.exact_keys import output_key
+from profstore.storage import schema as t
 from profstore.storage.regime_pack import READ_COLUMNS, decode
 from profstore.storage.regime_slice import MeasuredRow, RegimeSlice, build_slice
 from profstore.storage.statements import Statement, compile_all

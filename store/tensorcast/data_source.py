@@ -22,7 +22,7 @@ Conversion rules (see ``leaf_from_invocation``):
   order; non-tensor entries are skipped.
 - A tensor's format is ``format_of(tensor)`` when that hook is given and returns a
   value, else its ``.format`` attribute (a string or an enum member), else unstated
-  (None): the lookup resolves it (store/lookup/format_resolution.py; ``format_policy=`` states formats).
+  (None): the lookup resolves it (lookup/format_resolution.py; ``format_policy=`` states formats).
 - Values: an integer tensor with at most ``MAX_VALUE_ELEMENTS`` elements that is not on
   the ``meta`` device carries its values, read through ``.tolist()``; a tensor whose
   data cannot be read (fake tensors) simply carries none.
@@ -43,9 +43,9 @@ from typing import Any, TypeAlias
 
 from profstore.api import Store
 from profstore.lookup.format_resolution import FormatPolicy
+from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.leaf import LeafContext, LeafOp
 from profstore.model.mapping import VersionMapping, load_mapping, merge_overlay
-from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
 from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation

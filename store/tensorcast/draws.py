@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 from profstore.evaluation.uncertainty import ErrorModel, answer_error, default_cache_dir
-from profstore.paths.base import regime_key
 from profstore.model.result import QueryResult
+from profstore.paths.base import regime_key
 from profstore.tensorcast.draw_spec import DrawSpec
 
 

@@ -1,5 +1,5 @@
 """The explain page: a leaf descriptor pasted into a form, answered by ``Store.lookup`` and
-shown as ``profstore explain`` shows it (``profstore.presentation.explain``), with the rows the answer
+shown as ``profstore explain`` shows it (``presentation.explain``), with the rows the answer
 used linked to their rows in the sample (or comm_sample) table."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datasette.utils.asgi import Response
-from profstore.storage import schema as t
 from profstore.api import Store
+from profstore.model.leaf import LeafOp
 from profstore.presentation.explain import ROWS_USED, explain_sections
 from profstore.presentation.text_table import format_cell, to_json
-from profstore.model.leaf import LeafOp
+from profstore.storage import schema as t
 from profstore.web import render
 from profstore.web.state import WebState
 from sqlalchemy import select

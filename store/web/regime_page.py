@@ -10,8 +10,8 @@ from profstore.api import Store
 from profstore.evaluation.overview import overview_png as draw_overview
 from profstore.evaluation.overview import version_overview
 from profstore.evaluation.plot import PlotError, RegimeChoice, RegimeFigure, choose_regime
-from profstore.presentation.text_table import format_cell
 from profstore.paths.registry import path_named
+from profstore.presentation.text_table import format_cell
 from profstore.web import render
 from profstore.web.state import WebState
 from profstore.web.urls import overview_url, query_url, regime_url, table_url

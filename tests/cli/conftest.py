@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
+from profstore.storage.engines import make_engine, upgrade
 
 from tests.conftest import PERFDB
 from tests.support.perfdb import (

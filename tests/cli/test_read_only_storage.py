@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from profstore.api import Store
-from profstore.storage.engines import DatabaseNotReadable
 from profstore.model.leaf import LeafOp
+from profstore.storage.engines import DatabaseNotReadable
 
 from tests.cli.conftest import ingest_into, write_fixture
 from tests.cli.test_cli_lookup import rms

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from profstore.api import Store
 from profstore.cli.main import main
-from profstore.model.leaf import LeafOp
 from profstore.lookup.path_runner import Attempt, PathRequest
+from profstore.model.leaf import LeafOp
+from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.paths.base import TargetContext
 from profstore.paths.registry import ALL_PATHS, ingest_paths
-from profstore.model.result import QueryResult, QuerySource, Reason
 
 from tests.conformance.examples import EXAMPLES
 from tests.conformance.model import (

@@ -8,8 +8,8 @@ import json
 import pytest
 from profstore.cli.main import main
 from profstore.cli.progress import ProgressBar
-from bench.speed_and_size import MEASUREMENT_KEYS
 
+from bench.speed_and_size import MEASUREMENT_KEYS
 from tests.conftest import requires_perfdb
 from tests.evaluation.test_replay import TRACE
 

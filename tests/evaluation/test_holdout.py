@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from profstore.storage import schema as t
 from profstore.evaluation.holdout import error_stats, hull_vertices, nearest, run_holdout
 from profstore.model.result import Reason
+from profstore.storage import schema as t
 from sqlalchemy import func, select
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from profstore.ingest.loader import ingest_path
 from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
-from profstore.ingest.loader import ingest_path
 from sqlalchemy import Engine, func, select
 
 from tests.conftest import PERFDB, requires_perfdb

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import alembic_config, current_revision, make_engine
 from profstore.ingest.loader import ingest_path
 from profstore.ingest.perfdb_writer import mapping_doc, write_version
+from profstore.storage import schema as t
+from profstore.storage.engines import alembic_config, current_revision, make_engine
 from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import create_engine, func, inspect, select
 

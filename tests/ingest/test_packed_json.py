@@ -7,9 +7,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.sql_writer import _PACKED_KEYS, latencies_json
-from profstore.storage.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack, pack_sql, unpack, unpacked
+from profstore.storage.engines import make_engine, upgrade
+from profstore.storage.packed_json import (
+    EXTRA_NAMES,
+    LATENCY_NAMES,
+    pack,
+    pack_sql,
+    unpack,
+    unpacked,
+)
 from sqlalchemy import literal, select
 
 from tests.support.perfdb import new_database

@@ -5,9 +5,9 @@ Both backends (this folder runs in both passes)."""
 
 from __future__ import annotations
 
+from profstore.ingest.packs import write_packs
 from profstore.storage import schema as t
 from profstore.storage.engines import make_engine
-from profstore.ingest.packs import write_packs
 from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import delete, func, select
 

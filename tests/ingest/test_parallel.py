@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from profstore.storage.engines import alembic_config, make_engine, upgrade
 from profstore.ingest import parallel
 from profstore.ingest.loader import ingest_path
+from profstore.storage.engines import alembic_config, make_engine, upgrade
 
 from tests.conftest import PERFDB, requires_perfdb
 

@@ -6,10 +6,10 @@ import json
 import math
 
 import pytest
-from profstore.storage import schema as t
 from profstore.ingest.csvfile import Accepted, read_kernel_csv
 from profstore.ingest.sql_writer import latencies_json
 from profstore.model.mapping import KernelPolicy
+from profstore.storage import schema as t
 from sqlalchemy import select
 
 from tests.support.perfdb import BASE_HEADER, Row, build_store, csv_text, write_version

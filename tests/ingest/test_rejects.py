@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from profstore.ingest.loader import VersionSummary, ingest_path
 from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
-from profstore.ingest.loader import VersionSummary, ingest_path
 from sqlalchemy import Engine, select
 
 from tests.support.perfdb import (

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profstore.storage import schema as t
-from profstore.storage.engines import make_engine
 from profstore.model.exact_keys import (
     RAW,
     STRIPPED,
@@ -23,6 +21,8 @@ from profstore.model.exact_keys import (
 from profstore.model.leaf import LeafOp
 from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.shapes import Shape
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine
 from sqlalchemy import select
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore.storage import schema as t
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.discover import content_hash, discover
 from profstore.ingest.loader import ingest_path
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Engine, select
 
 from tests.conftest import REPO

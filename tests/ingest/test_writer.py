@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from profstore.storage import schema as t
 from profstore.ingest.sql_writer import COLUMNS, FLUSH_ORDER, RegimeMemo, regime_columns
 from profstore.paths.base import Extraction
+from profstore.storage import schema as t
 from profstore.storage.schema import REGIME_COLUMNS
 
 pytestmark = pytest.mark.no_database

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
+from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

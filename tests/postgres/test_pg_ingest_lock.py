@@ -9,8 +9,8 @@ import time
 import uuid
 
 import pytest
-from profstore.storage.engines import make_engine
 from profstore.ingest.lock import IngestBusy, ingest_lock
+from profstore.storage.engines import make_engine
 from sqlalchemy.engine import make_url
 
 from tests.conftest import REPO

@@ -10,10 +10,10 @@ import sys
 import time
 
 import pytest
-from profstore.storage import reconnect
 from profstore.api import Store
 from profstore.cli.main import main
 from profstore.model.leaf import LeafOp
+from profstore.storage import reconnect
 from profstore.storage.reconnect import DatabaseUnavailable
 
 from tests.conftest import REPO

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Text, create_engine, select
 from sqlalchemy.dialects import postgresql
 

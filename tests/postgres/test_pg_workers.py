@@ -9,8 +9,8 @@ import threading
 
 import pytest
 from profstore.api import Store
-from profstore.storage.engines import POOL_OVERFLOW, POOL_SIZE
 from profstore.model.leaf import LeafOp
+from profstore.storage.engines import POOL_OVERFLOW, POOL_SIZE
 from sqlalchemy.engine import make_url
 
 from bench.bench_workers import run_workers

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from profstore.storage import queries as candidates
 from profstore.api import Store
-from profstore.storage.engines import make_engine
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QueryResult, QuerySource, Reason
+from profstore.storage import queries as candidates
+from profstore.storage.engines import make_engine
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

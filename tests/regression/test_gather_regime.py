@@ -8,8 +8,8 @@ import csv
 import pytest
 from profstore.evaluation.holdout import run_holdout
 from profstore.model.leaf import LeafOp
-from profstore.paths.generic import generic_extraction
 from profstore.model.result import QuerySource
+from profstore.paths.generic import generic_extraction
 
 from tests.conftest import PERFDB, requires_perfdb
 

@@ -265,7 +265,7 @@ def test_biased_call_never_borrows_two_input_rows(store):
     assert miss.details["target_regime"]["input_count"] == 3
 
 
-# --- unstated formats (store/lookup/format_resolution.py): the grid is ND, two rows at M 20 and 28 are NZ ---
+# --- unstated formats (format_resolution.py): the grid is ND, two rows at M 20 and 28 are NZ ---
 
 def test_unstated_formats_that_two_regimes_answer_differently_are_a_miss_naming_both(store):
     result = store.lookup(mm(24, 1024, 512, fmt=None), "v0.18")

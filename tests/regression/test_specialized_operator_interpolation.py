@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 from profstore.model.mapping import load_mapping
+from profstore.model.result import QuerySource
 from profstore.paths.generic import GenericComputePath
 from profstore.paths.registry import GENERIC, path_for, selector_of
-from profstore.model.result import QuerySource
 
 from tests.conftest import PERFDB, requires_perfdb
 from tests.integration.test_perfdb_specialized_a import add, dfc, mla

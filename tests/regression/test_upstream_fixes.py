@@ -11,10 +11,10 @@ Every expected latency is read off the fixture rows below or interpolated by han
 from __future__ import annotations
 
 import pytest
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
+from profstore.storage.engines import make_engine, upgrade
 
 from tests.regression.test_attention_fia import fia_row, make_store, runtime
 from tests.support.perfdb import Row, build_store, mapping_doc, new_database, write_version

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.discover import content_hash, discover
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
+from profstore.storage.engines import make_engine, upgrade
 
 from tests.support.perfdb import Row, mapping_doc, new_database, write_version
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from profstore.cli.main import main
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from profstore.ingest.lock import IngestBusy, ingest_lock
+from profstore.storage.engines import make_engine, upgrade
 
 from tests.support.perfdb import Row, new_database, write_version
 

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from profstore.storage import schema as t
 from profstore.api import Store
+from profstore.storage import schema as t
 from profstore.storage.engines import is_sqlite, normalize_url
 from sqlalchemy import func, select
 

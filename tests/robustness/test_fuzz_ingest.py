@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
 from profstore.model.result import Reason
+from profstore.storage import schema as t
+from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Engine, func, select
 
 from tests.conftest import PERFDB, requires_perfdb

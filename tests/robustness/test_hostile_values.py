@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from profstore.ingest.loader import ingest_path
 from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
-from profstore.ingest.loader import ingest_path
 from sqlalchemy import select
 
 from tests.conftest import PERFDB, requires_perfdb

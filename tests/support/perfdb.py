@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profstore.api import Store
-from profstore.storage.engines import make_engine, redact_url, upgrade
 from profstore.ingest.loader import ingest_path
 from profstore.ingest.perfdb_writer import (  # noqa: F401 - re-exported for tests
     BASE_HEADER,
@@ -28,6 +27,7 @@ from profstore.ingest.perfdb_writer import (  # noqa: F401 - re-exported for tes
     write_hccl,
     write_version,
 )
+from profstore.storage.engines import make_engine, redact_url, upgrade
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

@@ -15,8 +15,8 @@ if not hasattr(shared, "perfdb_store"):
         from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
     except ImportError:
         from profstore.api import Store
-        from profstore.storage.engines import make_engine, upgrade
         from profstore.ingest.loader import ingest_path
+        from profstore.storage.engines import make_engine, upgrade
 
         @pytest.fixture(scope="session")
         def perfdb_store(tmp_path_factory):

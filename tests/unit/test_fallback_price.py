@@ -1,4 +1,4 @@
-"""store/presentation/fallback_price.py: misses grouped per op and differing fields, priced by hand."""
+"""presentation/fallback_price.py: misses grouped per op and differing fields, priced by hand."""
 
 from __future__ import annotations
 

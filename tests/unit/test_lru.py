@@ -1,4 +1,4 @@
-"""The shared bounded cache (store/model/clock_cache.py): which entries second-chance eviction keeps,
+"""The shared bounded cache (model/clock_cache.py): which entries second-chance eviction keeps,
 maxsize 0, replacement, clear, and threads filling and reading one map at once. Every
 expected set below is traced by hand from the rule in lru.py's docstring."""
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from profstore.storage import schema as t
 from profstore.api import Store
-from profstore.storage.engines import alembic_config, current_revision, make_engine
 from profstore.ingest.loader import ingest_path
 from profstore.ingest.perfdb_writer import Row, mapping_doc, write_version
 from profstore.model.leaf import LeafOp
+from profstore.storage import schema as t
+from profstore.storage.engines import alembic_config, current_revision, make_engine
 from sqlalchemy import create_engine, select
 
 from tests.unit.test_schema_migrations import schema_drift, sqlite_url

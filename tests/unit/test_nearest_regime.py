@@ -13,8 +13,8 @@ from profstore.lookup.nearest_regime import (
     nearest_regimes,
     spell_differs,
 )
-from profstore.paths.base import Extraction
 from profstore.model.result import QueryResult, Reason
+from profstore.paths.base import Extraction
 
 TARGET = {"kernel": "K", "dtype": "DT_FLOAT16", "scale_mode": "per_tensor", "block": None}
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from profstore.model.mapping import KernelPolicy
 from profstore.lookup.prepared_candidates import Candidates, merge_points
+from profstore.model.mapping import KernelPolicy
 from profstore.storage.regime_slice import MeasuredRow, build_slice
 
 AVG, TOTAL = "Average Duration(us)", "Total Duration(us)"

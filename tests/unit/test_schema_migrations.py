@@ -12,8 +12,8 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore.storage import schema as t
 from profstore.api import Store
+from profstore.storage import schema as t
 from profstore.storage.engines import (
     alembic_config,
     current_revision,

@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 from profstore.api import Store
-from profstore.storage.engines import make_engine, upgrade
 from profstore.ingest.discover import MAPPING_FILE, VLLM, VersionSource
 from profstore.ingest.loader import ingest_version
+from profstore.storage.engines import make_engine, upgrade
 from profstore.tensorcast import ProfstoreDataSource
 
 DEFAULT_DEVICE = "UPSTREAM_FIXTURE"

@@ -7,8 +7,8 @@ import sqlite3
 import sys
 
 import pytest
-from profstore.storage import schema
 from profstore.cli.main import main
+from profstore.storage import schema
 from profstore.web.config import load_metadata
 from profstore.web.server import wal_in_use
 

@@ -14,8 +14,8 @@ import pytest
 from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.model.mapping import load_mapping
-from profstore.paths.elementwise import ElementwisePath, broadcast_code
 from profstore.model.result import QuerySource, Reason
+from profstore.paths.elementwise import ElementwisePath, broadcast_code
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.normalizers import normalize_target_inputs
+from profstore.model.result import QuerySource, Reason
 from profstore.paths.base import TargetContext
 from profstore.paths.mla_cache_update import MlaCacheUpdatePath
-from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from profstore.model.leaf import LeafOp
+from profstore.model.result import QuerySource, Reason
 from profstore.paths.base import Refusal
 from profstore.paths.moe_fused import MoeFusedPath, row_subtype
-from profstore.model.result import QuerySource, Reason
 
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
