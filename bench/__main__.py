@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from profstore.cli.output import Column, print_table, to_json
+from profstore.cli.output import print_table
+from profstore.presentation.text_table import Column, to_json
 
 from bench import speed_and_size as benchmod
 from bench import trees

@@ -35,7 +35,8 @@ from profstore.api import Store
 from profstore.evaluation.replay import load_trace, trace_context, trace_variants
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
-from profstore.storage.engines import make_engine, redact_url, upgrade
+from profstore.storage.engines import make_engine, upgrade
+from profstore.storage.urls import redact_url
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

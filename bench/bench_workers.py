@@ -27,7 +27,8 @@ from pathlib import Path
 from profstore.api import Store
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
-from profstore.storage.engines import make_engine, redact_url
+from profstore.storage.engines import make_engine
+from profstore.storage.urls import redact_url
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

@@ -15,7 +15,7 @@ _EXPORTS = {
     "Store": "profstore.api",
     "LeafOp": "profstore.model.leaf",
     "TensorSpec": "profstore.model.leaf",
-    "LeafContext": "profstore.model.leaf",
+    "LeafContext": "profstore.model.leaf_context",
     "QueryResult": "profstore.model.result",
     "QuerySource": "profstore.model.result",
     "Reason": "profstore.model.result",
@@ -30,7 +30,8 @@ __all__ = [
 if TYPE_CHECKING:
     __version__: str
     from profstore.api import Store
-    from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+    from profstore.model.leaf import LeafOp, TensorSpec
+    from profstore.model.leaf_context import LeafContext
     from profstore.model.result import QueryResult, QuerySource, Reason
     from profstore.tensorcast import ProfstoreDataSource
 

@@ -124,15 +124,8 @@ class Store:
         open picks it on its own on read-only storage (storage/engines.py ``sqlite_read_uri``).
         A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
         """
-        from profstore.storage.engines import (
-            make_engine,
-            normalize_url,
-            probe,
-            redact_url,
-            require_head,
-            sqlite_file,
-            upgrade,
-        )
+        from profstore.storage.engines import make_engine, probe, require_head, sqlite_file, upgrade
+        from profstore.storage.urls import normalize_url, redact_url
 
         url = normalize_url(url_or_path)
         path = sqlite_file(url)
@@ -162,7 +155,7 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        from profstore.storage.engines import redact_url
+        from profstore.storage.urls import redact_url
 
         return f"Store({redact_url(self.engine.url.render_as_string(hide_password=False))})"
 

@@ -53,7 +53,7 @@ def json_options() -> argparse.ArgumentParser:
 
 def db_url(args: argparse.Namespace) -> str:
     """The full URL (never print it: use ``redact_url``)."""
-    from profstore.storage.engines import normalize_url
+    from profstore.storage.urls import normalize_url
 
     return normalize_url(args.db or os.environ.get(DB_ENV) or DEFAULT_DB)
 
@@ -61,13 +61,8 @@ def db_url(args: argparse.Namespace) -> str:
 def check_database(url: str, read_only: ReadOnly = True) -> None:
     """Refuse, with a message a person can act on, a database that is missing or not at the
     schema head; read-only opens never migrate."""
-    from profstore.storage.engines import (
-        SchemaMismatch,
-        make_engine,
-        redact_url,
-        require_head,
-        sqlite_file,
-    )
+    from profstore.storage.engines import SchemaMismatch, make_engine, require_head, sqlite_file
+    from profstore.storage.urls import redact_url
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():

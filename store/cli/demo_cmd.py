@@ -11,9 +11,10 @@ from pathlib import Path
 
 from profstore.api import Store
 from profstore.cli.demo_data import DEMO_QUERIES, write_demo_data
-from profstore.cli.output import Column, emit
+from profstore.cli.output import emit
 from profstore.ingest.loader import ingest_path
 from profstore.model.leaf import LeafOp
+from profstore.presentation.text_table import Column
 from profstore.storage.engines import make_engine, upgrade
 
 RESULT_COLUMNS = [

@@ -17,11 +17,11 @@ from profstore.storage.engines import (
     checkpoint,
     current_revision,
     make_engine,
-    redact_url,
     sqlite_file,
     storage_writable,
     upgrade,
 )
+from profstore.storage.urls import redact_url
 
 
 def _writable_engine(url: str):

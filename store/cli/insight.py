@@ -14,7 +14,7 @@ from typing import Any
 
 from profstore.cli.common import CliError
 from profstore.cli.lookup_cmd import open_store
-from profstore.cli.output import Column, print_json, print_table
+from profstore.cli.output import print_json, print_table
 from profstore.evaluation.calibration import calibrate as run_calibration
 from profstore.evaluation.diff import DiffReport, diff_versions
 from profstore.evaluation.gaps import Coverage, GapReport, plan_gaps
@@ -30,6 +30,7 @@ from profstore.evaluation.uncertainty import (
 from profstore.evaluation.workload import Workload, load_workload, run_workload
 from profstore.ingest.perfdb_writer import BASE_HEADER
 from profstore.presentation.fallback_price import lines_of
+from profstore.presentation.text_table import Column
 
 PROFILER_COLUMNS = ["Type", *(c for c in BASE_HEADER if c.startswith(("Input", "Output")))]
 PLAN_COLUMNS = ["plan_id", "role", "opens_new_regime", "regime", "serves"]

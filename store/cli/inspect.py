@@ -17,7 +17,7 @@ from profstore.cli.common import (
     profile_row,
     read_engine,
 )
-from profstore.cli.output import Column, emit, print_json, print_table
+from profstore.cli.output import emit, print_json, print_table
 from profstore.cli.sqlguard import (
     Limits,
     ReadOnlyViolation,
@@ -26,6 +26,7 @@ from profstore.cli.sqlguard import (
     guarded,
 )
 from profstore.paths.registry import ALL_PATHS
+from profstore.presentation.text_table import Column
 from profstore.storage import schema as t
 from sqlalchemy import Connection, column, func, select, table, text
 

@@ -18,7 +18,7 @@ from profstore.cli.common import (
     db_url,
     read_mode,
 )
-from profstore.cli.output import print_json, to_json
+from profstore.cli.output import print_json
 from profstore.cli.regime_option import checked_regime_policy
 from profstore.lookup.format_resolution import FormatPolicy
 from profstore.lookup.regime_policy import RegimePolicy
@@ -27,6 +27,7 @@ from profstore.model.mapping import MappingError, VersionMapping, load_mapping
 from profstore.model.result import Reason
 from profstore.model.size_limits import load_json
 from profstore.presentation.explain import explain_lines
+from profstore.presentation.text_table import to_json
 
 
 def format_policy(args: argparse.Namespace, store: Store) -> FormatPolicy | None:

@@ -99,7 +99,8 @@ def _user_error(exc: Exception) -> str | None:
     """The one line for a mapping, database or driver error; None for a bug (which keeps
     its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
     from profstore.model.mapping import MappingError
-    from profstore.storage.engines import DriverNotInstalled, InvalidDatabaseUrl, SchemaMismatch
+    from profstore.storage.engines import DriverNotInstalled, SchemaMismatch
+    from profstore.storage.urls import InvalidDatabaseUrl
     from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, (MappingError, InvalidDatabaseUrl, SchemaMismatch)):
@@ -118,7 +119,7 @@ def _fail(message: str, code: int) -> int:
 
 def _database_message(exc: SQLAlchemyError) -> str:
     """The driver's first line, without SQLAlchemy's background link, passwords redacted."""
-    from profstore.storage.engines import redact_url
+    from profstore.storage.urls import redact_url
 
     original = getattr(exc, "orig", None)
     text = str(original if original is not None else exc).strip()

@@ -11,12 +11,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from profstore.presentation.text_table import (  # noqa: F401 - the verbs import these from here
-    ELLIPSIS,
+from profstore.presentation.text_table import (
     Column,
-    clip_text,
-    format_cell,
-    plain,
     render_table,
     to_json,
 )

@@ -3,13 +3,12 @@
 The examples live in one table so that ``profstore VERB --help`` and docs/cli.md show the
 same text; ``apply_help`` attaches them after every verb module registered its parser, and
 tests/cli/test_cli_reference.py fails when a verb has no example or docs/cli.md is stale
-(regenerate with ``python -m profstore.cli.reference > docs/cli.md``).
+(regenerate with ``python -m profstore.cli.reference_doc > docs/cli.md``).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator
 
 EXAMPLES: dict[str, str] = {
@@ -108,7 +107,7 @@ class _FixedWidth(argparse.RawDescriptionHelpFormatter):
 def render_markdown(parser: argparse.ArgumentParser) -> str:
     """docs/cli.md: every verb's usage, description, options and example."""
     out = ["# profstore command-line reference", "",
-           "Generated from the argument parser by `python -m profstore.cli.reference > "
+           "Generated from the argument parser by `python -m profstore.cli.reference_doc > "
            "docs/cli.md`; a test fails when it is out of date.", ""]
     for path, sub in verbs(parser):
         usage = _FixedWidth(sub.prog)
@@ -131,9 +130,3 @@ def _option_row(action: argparse.Action) -> str:
     if action.choices and not isinstance(action, argparse._SubParsersAction):
         meaning += f" (one of: {', '.join(map(str, action.choices))})"
     return f"| `{names}` | {meaning} |"
-
-
-if __name__ == "__main__":
-    from profstore.cli.main import build_parser
-
-    sys.stdout.write(render_markdown(build_parser()))

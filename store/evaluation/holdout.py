@@ -32,7 +32,7 @@ from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from profstore.storage import schema as t
-from profstore.storage.queries import MeasuredRow
+from profstore.storage.regime_slice import MeasuredRow
 from sqlalchemy import select
 
 Coordinate = tuple[float, ...]

@@ -22,7 +22,8 @@ from typing import Any
 
 from profstore.api import Store
 from profstore.lookup.regime_policy import RegimePolicy
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QueryResult, Reason
 from profstore.model.shapes import parse_shape_text
 from profstore.presentation.fallback_price import PricedMiss, prices

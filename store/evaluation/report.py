@@ -23,7 +23,7 @@ from profstore.evaluation.holdout import HoldoutReport, known_profile
 from profstore.evaluation.replay import SOURCES, ReplayReport
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
 from profstore.storage import schema as t
-from profstore.storage.engines import redact_url
+from profstore.storage.urls import redact_url
 from sqlalchemy import func, select
 
 REPO = Path(__file__).resolve().parents[2]

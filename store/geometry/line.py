@@ -1,134 +1,28 @@
-"""Pure interpolation geometry: linear in 1-D, and what every dimension shares (outcome
-codes, the result, the latency guard); the 2-D/3-D simplex lives in ``profstore.geometry.simplex``.
+"""Linear interpolation in 1-D: between the two measured neighbours of the target, never
+beyond the measured range. The 2-D/3-D simplex lives in ``profstore.geometry.simplex``.
 
-Kept apart from I/O on purpose (no database; its only project import is ClockCache) so that
-it can be tested with hand-computable numbers. scipy is imported on the first 2-D/3-D
-triangulation, so a process that only answers exact and 1-D lookups never loads it.
-Interpolation is strictly linear and never extrapolates: every answer is either a measured
-value, a convex combination of measured values, or a diagnostic saying why not.
+Kept apart from I/O on purpose (no database) so that it can be tested with hand-computable
+numbers.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-
-if TYPE_CHECKING:
-    pass
-
-#: Relative tolerance for "the same coordinate": |a - b| <= EXACT_RTOL * max(1, |b|).
-EXACT_RTOL = 1e-9
-#: Barycentric slack (in normalised coordinates) so points on the hull boundary count as inside.
-BARY_TOL = 1e-9
-#: Relative slack when checking that a result lies within its vertices' values.
-GUARD_RTOL = 1e-9
-#: Singular values below RANK_RTOL * largest (on normalised axes) count as zero.
-RANK_RTOL = 1e-9
-
-
-class Diagnostic(str, enum.Enum):
-    """Stable snake_case outcome codes; the failure values match the store's miss reasons."""
-
-    EXACT = "exact"
-    INTERPOLATED = "interpolated"
-    INSUFFICIENT = "insufficient_candidates"
-    DEGENERATE = "degenerate_candidates"
-    OUTSIDE_RANGE = "outside_range"
-    OUTSIDE_HULL = "outside_convex_hull"
-    LATENCY_GUARD = "latency_invalid"
-
-
-@dataclass(frozen=True, init=False)
-class GeometryResult:
-    """Outcome of one interpolation. ``value`` is None exactly when ``ok`` is False."""
-
-    diagnostic: Diagnostic
-    value: float | None
-    vertices: tuple[int, ...]
-    weights: tuple[float, ...]
-    boundary: dict[str, Any]
-    message: str
-
-    def __init__(self, diagnostic: Diagnostic, value: float | None, vertices: tuple[int, ...],
-                 weights: tuple[float, ...], boundary: dict[str, Any], message: str) -> None:
-        """The dataclass's own ``__init__``, minus a frozen ``object.__setattr__`` per field
-        (every lookup that interpolates makes one result)."""
-        self.__dict__.update(diagnostic=diagnostic, value=value, vertices=vertices,
-                             weights=weights, boundary=boundary, message=message)
-
-    @property
-    def ok(self) -> bool:
-        return self.diagnostic in (Diagnostic.EXACT, Diagnostic.INTERPOLATED)
-
-
-def _tol(x: float | np.ndarray) -> float | np.ndarray:
-    return EXACT_RTOL * np.maximum(1.0, np.abs(x))
-
-
-def _fmt(v: float) -> str:
-    """Human number: integers without a trailing '.0', others with 6 significant digits."""
-    v = float(v)
-    if v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.6g}"
-
-
-def _beyond(name: str, value: float, bound: float, *, above: bool) -> str:
-    where = "above the largest" if above else "below the smallest"
-    return f"target {name} {_fmt(value)} {where} measured {name} {_fmt(bound)}"
-
-
-def _fail(diag: Diagnostic, message: str, boundary: dict[str, Any],
-          vertices: tuple[int, ...] = (), weights: tuple[float, ...] = ()) -> GeometryResult:
-    return GeometryResult(diag, None, vertices, weights, boundary, message)
-
-
-def _guard_message(vertex_values: list[float], value: float) -> str | None:
-    """Why a non-exact result is not a trustworthy latency, or None when it is."""
-    for v in vertex_values:
-        if not 0 < v < math.inf:  # NaN fails both comparisons
-            return f"a vertex latency is non-finite or non-positive ({vertex_values})"
-    if not math.isfinite(value) or value <= 0:
-        return f"interpolated latency {value!r} is non-finite or non-positive"
-    lo, hi = min(vertex_values), max(vertex_values)
-    if value < lo - GUARD_RTOL * abs(lo) or value > hi + GUARD_RTOL * abs(hi):
-        return (f"interpolated latency {_fmt(value)} outside its vertices' range "
-                f"[{_fmt(lo)}, {_fmt(hi)}]")
-    return None
-
-
-def _finish(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.ndarray,
-            boundary: dict[str, Any], message: str) -> GeometryResult:
-    """Combine weights and values (numpy's dot), then apply the latency guard."""
-    return _combined(vertices, weights, vertex_values, tuple(weights.tolist()),
-                     vertex_values.tolist(), boundary, message)
-
-
-def _combined(vertices: tuple[int, ...], weights: np.ndarray, vertex_values: np.ndarray,
-              w: tuple[float, ...], values: list[float], boundary: dict[str, Any],
-              message: str) -> GeometryResult:
-    """``_finish`` given the weights and values also as Python floats (``w``, ``values``):
-    the guard reads those, as on two to four vertices numpy's per-call cost would dominate."""
-    moderate = True  # no dot product of these can warn
-    for x in (*w, *values):
-        if not -1e150 < x < 1e150:
-            moderate = False
-            break
-    if moderate:
-        value = float(np.dot(weights, vertex_values))
-    else:  # an infinite, NaN or huge input: the guard reports it, numpy must not warn
-        with np.errstate(invalid="ignore", over="ignore"):
-            value = float(np.dot(weights, vertex_values))
-    problem = _guard_message(values, value)
-    if problem is not None:
-        return _fail(Diagnostic.LATENCY_GUARD, problem, boundary, vertices, w)
-    return GeometryResult(Diagnostic.INTERPOLATED, value, vertices, w, boundary, message)
+from profstore.geometry.outcome import (
+    EXACT_RTOL,
+    Diagnostic,
+    GeometryResult,
+    beyond,
+    combine,
+    failure,
+    human_number,
+    tolerance,
+)
 
 
 def _as_1d(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray
@@ -182,7 +76,8 @@ class Line:
             values = [float(self.ya[lo]), float(self.ya[hi])]
             found = self._between[k] = _Interval(
                 lo, hi, values, np.array(values),
-                f"interpolated between {_fmt(self.sx[k - 1])} and {_fmt(self.sx[k])}")
+                f"interpolated between {human_number(self.sx[k - 1])} and "
+                f"{human_number(self.sx[k])}")
         return found
 
     def at(self, x: float, axis_name: str = "x") -> GeometryResult:
@@ -195,7 +90,7 @@ class Line:
         if self.duplicates:
             raise ValueError(f"duplicate measured {axis_name} values; aggregate them first")
         if not sx:
-            return _fail(Diagnostic.INSUFFICIENT,
+            return failure(Diagnostic.INSUFFICIENT,
                          f"no measured {axis_name} points to interpolate from",
                          _boundary_1d(None, None, sx))
         k = bisect_right(sx, x)
@@ -205,25 +100,25 @@ class Line:
             nearest = _nearest_scan(self.xa, xl, x)
             bnd = _boundary_1d(xl[nearest], xl[nearest], sx)
             return GeometryResult(Diagnostic.EXACT, float(self.ya[nearest]), (nearest,), (1.0,),
-                                  bnd, f"{axis_name} {_fmt(x)} is a measured point")
+                                  bnd, f"{axis_name} {human_number(x)} is a measured point")
         if len(sx) == 1:
             side: tuple[float | None, float | None] = (None, sx[0]) if x < sx[0] else (sx[0], None)
-            return _fail(Diagnostic.INSUFFICIENT,
-                         f"only one measured {axis_name} ({_fmt(sx[0])}); cannot interpolate at "
-                         f"{_fmt(x)}", _boundary_1d(*side, sx))
+            return failure(Diagnostic.INSUFFICIENT,
+                           f"only one measured {axis_name} ({human_number(sx[0])}); cannot "
+                           f"interpolate at {human_number(x)}", _boundary_1d(*side, sx))
         if k == 0:
-            return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[0], above=False),
+            return failure(Diagnostic.OUTSIDE_RANGE, beyond(axis_name, x, sx[0], above=False),
                          _boundary_1d(None, sx[0], sx))
         if k == len(sx):
-            return _fail(Diagnostic.OUTSIDE_RANGE, _beyond(axis_name, x, sx[-1], above=True),
+            return failure(Diagnostic.OUTSIDE_RANGE, beyond(axis_name, x, sx[-1], above=True),
                          _boundary_1d(sx[-1], None, sx))
         span = self._interval(k)
         x0, x1 = xl[span.lo], xl[span.hi]
         w_hi = (x - x0) / (x1 - x0)
         w = (1.0 - w_hi, w_hi)
-        return _combined((span.lo, span.hi), np.array(w), span.array, w, span.values,
+        return combine((span.lo, span.hi), np.array(w), span.array, w, span.values,
                          {"lower": x0, "upper": x1, "min": sx[0], "max": sx[-1]},
-                         f"{axis_name} {_fmt(x)} {span.text}")
+                         f"{axis_name} {human_number(x)} {span.text}")
 
 
 class _Interval(NamedTuple):
@@ -253,7 +148,7 @@ def _sorted_1d(xa: np.ndarray, xl: list[float]) -> tuple[Sequence[int], list[flo
             least = float(steps.min())
             if least > EXACT_RTOL * max(1.0, abs(xl[0]), abs(xl[-1])):
                 return range(n), xl, False
-            return range(n), xl, bool((steps <= _tol(later)).any())
+            return range(n), xl, bool((steps <= tolerance(later)).any())
     if not np.isfinite(xa).all():
         raise ValueError("coordinates and target must be finite")
     if n > 64:
@@ -275,5 +170,5 @@ def _has_duplicates(sx: list[float]) -> bool:
     """Whether two sorted coordinates are the same within ``EXACT_RTOL``."""
     if len(sx) > 64:
         a = np.asarray(sx)
-        return bool(np.any(np.diff(a) <= _tol(a[1:])))
+        return bool(np.any(np.diff(a) <= tolerance(a[1:])))
     return any(b - a <= EXACT_RTOL * max(1.0, abs(b)) for a, b in zip(sx, sx[1:]))

@@ -13,16 +13,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from profstore.geometry.line import (
+from profstore.geometry.outcome import (
     BARY_TOL,
     RANK_RTOL,
     Diagnostic,
     GeometryResult,
-    _beyond,
-    _fail,
-    _finish,
-    _fmt,
-    _tol,
+    beyond,
+    failure,
+    finish,
+    human_number,
+    tolerance,
 )
 from profstore.model.clock_cache import ClockCache
 
@@ -101,12 +101,12 @@ class Triangulation:
         _check_unique(pts)
         n, d = pts.shape
         if n < d + 1:
-            return _fail(Diagnostic.INSUFFICIENT,
+            return failure(Diagnostic.INSUFFICIENT,
                          f"{n} measured point(s); {d}-D interpolation needs at least {d + 1}",
                          _boundary_nd(pts))
         if affine_rank(pts) < d:
             shape = "collinear" if d == 2 else "coplanar"
-            return _fail(Diagnostic.DEGENERATE,
+            return failure(Diagnostic.DEGENERATE,
                          f"the {n} measured points are {shape}; they span no {d}-D region",
                          _boundary_nd(pts))
         from scipy.spatial import Delaunay, QhullError
@@ -118,7 +118,7 @@ class Triangulation:
                 _set_transforms(delaunay)
         except QhullError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else "QhullError"
-            return _fail(Diagnostic.DEGENERATE, f"Delaunay triangulation failed: {first_line}",
+            return failure(Diagnostic.DEGENERATE, f"Delaunay triangulation failed: {first_line}",
                          _boundary_nd(pts))
         frozen = pts.copy()
         frozen.flags.writeable = False
@@ -261,17 +261,17 @@ def _adjugate_inverse(m: np.ndarray) -> np.ndarray:
 
 
 def _describe(target: np.ndarray, names: Sequence[str]) -> str:
-    return ", ".join(f"{n}={_fmt(v)}" for n, v in zip(names, target, strict=True))
+    return ", ".join(f"{n}={human_number(v)}" for n, v in zip(names, target, strict=True))
 
 
 def _outside_axis(target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                   names: Sequence[str]) -> str | None:
     """Message for the first axis on which the target leaves the measured range, else None."""
     for i, name in enumerate(names):
-        if target[i] < lo[i] - _tol(lo[i]):
-            return _beyond(name, target[i], lo[i], above=False)
-        if target[i] > hi[i] + _tol(hi[i]):
-            return _beyond(name, target[i], hi[i], above=True)
+        if target[i] < lo[i] - tolerance(lo[i]):
+            return beyond(name, target[i], lo[i], above=False)
+        if target[i] > hi[i] + tolerance(hi[i]):
+            return beyond(name, target[i], hi[i], above=True)
     return None
 
 
@@ -307,7 +307,7 @@ def interpolate_simplex(points: np.ndarray, values: np.ndarray,
         _check_unique(pts)
     elif triangulation.npoints != pts.shape[0] or not np.array_equal(triangulation.points, pts):
         raise ValueError("triangulation was built from different points")
-    hits = np.flatnonzero(np.all(np.abs(pts - t) <= _tol(t), axis=1))
+    hits = np.flatnonzero(np.all(np.abs(pts - t) <= tolerance(t), axis=1))
     if hits.size:
         i = int(hits[0])
         hull = triangulation.hull_vertices if triangulation is not None else None
@@ -319,14 +319,14 @@ def interpolate_simplex(points: np.ndarray, values: np.ndarray,
         return tri
     outside = _outside_axis(t, tri.axis_min, tri.axis_max, names)
     if outside is not None:
-        return _fail(Diagnostic.OUTSIDE_HULL, outside, _boundary_nd(pts, tri.hull_vertices))
+        return failure(Diagnostic.OUTSIDE_HULL, outside, _boundary_nd(pts, tri.hull_vertices))
     found = tri.locate(t)
     if found is None:
-        return _fail(Diagnostic.OUTSIDE_HULL,
+        return failure(Diagnostic.OUTSIDE_HULL,
                      f"target ({_describe(t, names)}) lies outside the convex hull of the "
                      f"{pts.shape[0]} measured points", _boundary_nd(pts, tri.hull_vertices))
     s, w = found
     simplex = tuple(int(i) for i in tri.delaunay.simplices[s])
-    return _finish(simplex, w, vals[list(simplex)], _boundary_nd(pts, tri.hull_vertices, simplex),
+    return finish(simplex, w, vals[list(simplex)], _boundary_nd(pts, tri.hull_vertices, simplex),
                    f"target ({_describe(t, names)}) interpolated inside a simplex of "
                    f"{len(simplex)} measured points")

@@ -20,7 +20,8 @@ from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.model.shapes import logical_shape
 
 if TYPE_CHECKING:
-    from profstore.storage.queries import CandidateQueries, MeasuredRow
+    from profstore.storage.queries import CandidateQueries
+    from profstore.storage.regime_slice import MeasuredRow
 
 BYTE_RATIO_CONFIDENCE = 0.8
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from profstore.storage.queries import MeasuredRow
+    from profstore.storage.regime_slice import MeasuredRow
 
 AGREEMENT_RTOL = 1e-9
 

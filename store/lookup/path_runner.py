@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from profstore.geometry.line import Diagnostic, GeometryResult
+from profstore.geometry.outcome import Diagnostic, GeometryResult
 from profstore.geometry.simplex import TriangulationCache, interpolate_simplex
 from profstore.lookup.attempt import Attempt
 from profstore.lookup.duplicate_rows import merge_coordinate
@@ -24,7 +24,8 @@ from profstore.model.result import (
     most_specific,
 )
 from profstore.paths.base import AxisTransform, Extraction, OperatorPath, Refusal, TargetContext
-from profstore.storage.queries import CandidateQueries, RegimeSlice
+from profstore.storage.queries import CandidateQueries
+from profstore.storage.regime_slice import RegimeSlice
 
 if TYPE_CHECKING:
     from profstore.lookup.regime_policy import RegimePolicy

@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
-
-from profstore.model.mapping import KernelPolicy
+from typing import Protocol, TypeGuard
 
 AVERAGE = "Average Duration(us)"
 PROFILING_AVERAGE = "Profiling Average Duration(us)"
@@ -20,6 +18,16 @@ DEFAULT_ORDER = (AVERAGE, PROFILING_AVERAGE, DURATION, MEDIAN)
 PROFILING_FIRST_ORDER = (PROFILING_AVERAGE, AVERAGE, DURATION, MEDIAN)
 
 
+class LatencyPolicy(Protocol):
+    """What a kernel's policy (``model.mapping.KernelPolicy``) says about latency columns."""
+
+    @property
+    def prefer_profiling_rows(self) -> bool: ...
+
+    @property
+    def core_envelope_ratio(self) -> float | None: ...
+
+
 class LatencyError(ValueError):
     """No latency column of the row holds a finite positive value."""
 
@@ -30,11 +38,11 @@ class LatencyChoice:
     column: str
 
 
-def column_order(policy: KernelPolicy) -> tuple[str, ...]:
+def column_order(policy: LatencyPolicy) -> tuple[str, ...]:
     return PROFILING_FIRST_ORDER if policy.prefer_profiling_rows else DEFAULT_ORDER
 
 
-def column_rank(policy: KernelPolicy) -> dict[str, int]:
+def column_rank(policy: LatencyPolicy) -> dict[str, int]:
     """Preference rank of every column a row can carry (lower is preferred)."""
     order = (*column_order(policy), CORE_ENVELOPE)
     return {column: i for i, column in enumerate(order)}
@@ -45,7 +53,7 @@ def is_valid_latency(value: float | None) -> TypeGuard[float]:
 
 
 def select_latency(
-    cells: Mapping[str, str], latencies: Mapping[str, float | None], policy: KernelPolicy
+    cells: Mapping[str, str], latencies: Mapping[str, float | None], policy: LatencyPolicy
 ) -> LatencyChoice:
     """The first finite positive value in the kernel's column order, then the core envelope
     rule for MIX_AIC rows whose value is a profiling duration."""
@@ -61,7 +69,7 @@ def select_latency(
 
 
 def _apply_core_envelope(
-    choice: LatencyChoice, cells: Mapping[str, str], policy: KernelPolicy
+    choice: LatencyChoice, cells: Mapping[str, str], policy: LatencyPolicy
 ) -> LatencyChoice:
     ratio = policy.core_envelope_ratio
     if ratio is None or choice.column != PROFILING_AVERAGE:

@@ -30,7 +30,7 @@ T = TypeVar("T")
 _UNSET: Any = object()
 """``LeafOp.derived``'s marker for a value not computed yet (None is a value)."""
 
-__all__ = ["Arg", "LeafContext", "LeafOp", "TensorSpec", "walk_tensors"]
+__all__ = ["Arg", "LeafOp", "TensorSpec", "walk_tensors"]
 
 _OPS_PREFIX = "torch.ops."
 _TENSOR_KEYS = frozenset({"shape", "dtype", "format", "values"})

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from profstore.model.latency_column import column_rank
+
 HEADER_KEYS = ("version", "device", "cann_version", "pytorch_version", "op_plugin_version",
                "collection_date", "communication_data_ref", "communication_fallback")
 DOCUMENT_SCHEMA = "profstore.op_mapping/1"
@@ -182,8 +184,6 @@ class KernelPolicy:
     def column_rank(self) -> Mapping[str, int]:
         """``latency.column_rank`` of this policy, computed once (read-only: it is shared
         by every lookup of the kernel)."""
-        from profstore.model.latency_column import column_rank  # latency builds on this module
-
         return MappingProxyType(column_rank(self))
 
     def stated(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.paths.base import (
     Extraction,
+    Operand,
     OperatorPath,
     Refusal,
     RowContext,
@@ -35,7 +36,6 @@ from profstore.paths.matmul import (
     MATMUL_AXES,
     MATMUL_GROUPS,
     MatrixCall,
-    Operand,
     matmul_extraction,
     row_call,
     target_call,

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from profstore.model.dtypes import to_profiler_dtype
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape

@@ -15,11 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from profstore.storage.urls import (  # noqa: F401 - re-exported: callers import them from here
-    InvalidDatabaseUrl,
+from profstore.storage.urls import (
     normalize_url,
     postgres_connect_args,
-    redact_url,
 )
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url

@@ -22,7 +22,7 @@ from profstore.storage.regime_slice import MeasuredRow, RegimeSlice, build_slice
 from profstore.storage.statements import Statement, compile_all
 from sqlalchemy import Engine, and_, bindparam, func, select
 
-__all__ = ["ClockCache", "CandidateQueries", "MeasuredRow", "RegimeSlice"]
+__all__ = ["CandidateQueries"]
 
 _G = t.regime.c
 _K = t.key_table.c

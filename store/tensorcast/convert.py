@@ -10,7 +10,8 @@ from numbers import Integral, Real
 from typing import Any
 
 from profstore.model.dtypes import canonical_torch_dtype
-from profstore.model.leaf import Arg, LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import Arg, LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 
 #: Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).
 MAX_VALUE_ELEMENTS = 4096

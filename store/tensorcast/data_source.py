@@ -44,7 +44,8 @@ from typing import Any, TypeAlias
 from profstore.api import Store
 from profstore.lookup.format_resolution import FormatPolicy
 from profstore.lookup.regime_policy import RegimePolicy
-from profstore.model.leaf import LeafContext, LeafOp
+from profstore.model.leaf import LeafOp
+from profstore.model.leaf_context import LeafContext
 from profstore.model.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases

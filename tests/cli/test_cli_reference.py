@@ -1,5 +1,5 @@
 """Every verb is documented: a description and a runnable example in its --help, and a
-docs/cli.md that matches the parser (regenerate: python -m profstore.cli.reference)."""
+docs/cli.md that matches the parser (regenerate: python -m profstore.cli.reference_doc)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_every_example_is_a_valid_command_line_of_its_verb():
 def test_docs_cli_md_is_the_generated_reference():
     written = (REPO / "docs" / "cli.md").read_text()
     assert written == render_markdown(build_parser()), (
-        "docs/cli.md is stale: python -m profstore.cli.reference > docs/cli.md")
+        "docs/cli.md is stale: python -m profstore.cli.reference_doc > docs/cli.md")
 
 
 def test_every_option_of_every_verb_is_in_the_reference():

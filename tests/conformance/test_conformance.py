@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from profstore.api import Store
 from profstore.cli.main import main
-from profstore.lookup.path_runner import Attempt, PathRequest
+from profstore.lookup.attempt import Attempt
+from profstore.lookup.path_runner import PathRequest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.paths.base import TargetContext

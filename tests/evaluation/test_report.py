@@ -10,7 +10,7 @@ from profstore.evaluation.document import render_html, render_markdown
 from profstore.evaluation.holdout import run_holdout
 from profstore.evaluation.replay import replay_workload
 from profstore.evaluation.report import ReportInputs, build_sections, unverified_scope
-from profstore.storage.engines import normalize_url, redact_url
+from profstore.storage.urls import normalize_url, redact_url
 
 from tests.evaluation.test_replay import TRACE
 

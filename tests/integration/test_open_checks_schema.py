@@ -11,14 +11,8 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from profstore.api import Store
 from profstore.cli.main import main
-from profstore.storage.engines import (
-    SchemaMismatch,
-    alembic_config,
-    known_revisions,
-    make_engine,
-    normalize_url,
-    redact_url,
-)
+from profstore.storage.engines import SchemaMismatch, alembic_config, known_revisions, make_engine
+from profstore.storage.urls import normalize_url, redact_url
 from sqlalchemy import text
 
 from tests.support import perfdb

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from profstore.api import Store
 from profstore.storage import schema as t
-from profstore.storage.engines import is_sqlite, normalize_url
+from profstore.storage.engines import is_sqlite
+from profstore.storage.urls import normalize_url
 from sqlalchemy import func, select
 
 from tests.conftest import REPO

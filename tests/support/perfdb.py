@@ -27,7 +27,8 @@ from profstore.ingest.perfdb_writer import (  # noqa: F401 - re-exported for tes
     write_hccl,
     write_version,
 )
-from profstore.storage.engines import make_engine, redact_url, upgrade
+from profstore.storage.engines import make_engine, upgrade
+from profstore.storage.urls import redact_url
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool

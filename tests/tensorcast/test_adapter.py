@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from profstore.api import Store
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QueryResult, QuerySource
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
 from profstore.tensorcast.aliases import with_upstream_aliases

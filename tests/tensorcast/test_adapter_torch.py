@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 

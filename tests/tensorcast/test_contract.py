@@ -12,7 +12,7 @@ import json
 
 import pytest
 from profstore.api import Store
-from profstore.model.leaf import LeafContext
+from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, ShapeMatchInfo, SubKernelShapeInfo
 

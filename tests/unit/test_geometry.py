@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from profstore.geometry.line import Diagnostic, GeometryResult, interpolate_1d
+from profstore.geometry.line import interpolate_1d
+from profstore.geometry.outcome import Diagnostic, GeometryResult
 from profstore.geometry.simplex import (
     Triangulation,
     TriangulationCache,

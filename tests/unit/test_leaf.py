@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from profstore.model.leaf import LeafContext, LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf_context import LeafContext
 
 # The DESIGN §3 example (dispatch_ffn_combine_quant, positions as in §8).
 DFC_EXAMPLE: dict[str, Any] = {

@@ -19,9 +19,9 @@ from profstore.storage.engines import (
     current_revision,
     head_revision,
     make_engine,
-    normalize_url,
     upgrade,
 )
+from profstore.storage.urls import normalize_url
 from sqlalchemy import create_engine, insert, inspect, select, text
 from sqlalchemy.exc import OperationalError
 
