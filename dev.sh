@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a newcomer:
 #   ./dev.sh demo    set up a virtualenv, generate the demo profiling data, ingest it, inspect, look up
-#   ./dev.sh test    set up the virtualenv, type-check the package (.ci/typecheck.sh: mypy on an
-#                    installed copy) and run the whole test suite on SQLite; when
+#   ./dev.sh test    set up the virtualenv, type-check the checkout (.ci/typecheck.sh), check the
+#                    layering contract (lint-imports, pyproject.toml) and run the whole test
+#                    suite on SQLite; when
 #                    PROFSTORE_TEST_PG_URL is set (.ci/run sets it), run the database-backed
 #                    folders again on PostgreSQL (--backend postgresql; unit tests and the
 #                    pure parser fuzzers are backend-independent and run once; the JUnit
@@ -22,7 +23,10 @@ setup() {
     python3 -m venv "$VENV"
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}"
+  # strict editable mode: a link tree of the checkout under build/, which mypy and
+  # import-linter read like any installed package (docs/adr/0109-strict-editable-install.md)
+  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}" \
+    --config-settings editable_mode=strict
 }
 
 case "${1:-}" in
@@ -33,6 +37,7 @@ case "${1:-}" in
     setup
     shift
     bash .ci/typecheck.sh "$VENV/bin/python"
+    "$VENV/bin/lint-imports"
     "$VENV/bin/python" -m pytest -q "$@"
     if [ "$#" -eq 0 ]; then
       echo "== benchmark smoke runs (-m bench) =="

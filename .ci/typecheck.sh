@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# mypy over the installed package: setuptools package-dir maps store/ -> profstore,
-# ingest/ -> profstore.ingest, migrations/ -> profstore.migrations, which mypy cannot follow
-# in the source tree, so the package is copied (--no-deps --target) into a temporary
-# directory and checked there with the repo's [tool.mypy] config.
+# mypy over the checkout as it is. setuptools' package-dir maps store/ -> profstore,
+# ingest/ -> profstore.ingest and migrations/ -> profstore.migrations, which mypy cannot
+# follow from the source folders; ./dev.sh installs the package in strict editable mode, a
+# tree of links to the checked-out files under build/ that the virtualenv's .pth puts on
+# sys.path, and mypy reads the package there (an error's path is a link to the source file).
 # Usage: .ci/typecheck.sh [python]   (default: $PROFSTORE_VENV/bin/python or .venv/bin/python)
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${1:-$REPO/${PROFSTORE_VENV:-.venv}/bin/python}"
-PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")"  # absolute: the check runs elsewhere
-TARGET="$(mktemp -d "${TMPDIR:-/tmp}/profstore-typecheck.XXXXXX")"
-trap 'rm -rf "$TARGET"' EXIT
-"$PY" -m pip install --quiet --no-deps --target "$TARGET/site" "$REPO"
-cd "$TARGET/site"
-"$PY" -m mypy --config-file "$REPO/pyproject.toml" --cache-dir "$REPO/.mypy_cache" -p profstore
+cd "$REPO"
+if ! "$PY" -c "import profstore, sys; sys.exit('__editable__' not in profstore.__file__)"; then
+  echo "typecheck: profstore is not installed in strict editable mode (run ./dev.sh test)" >&2
+  exit 1
+fi
+"$PY" -m mypy --config-file pyproject.toml -p profstore

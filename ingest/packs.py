@@ -18,8 +18,8 @@ import numpy as np
 from profstore.ingest.bulk import bulk_insert
 from profstore.storage import schema as t
 from profstore.storage.regime_pack import PACK_COLUMNS, encode
-from profstore.storage.regime_slice import PointColumns, ValueCodes, slices_of
-from sqlalchemy import Connection, delete, select
+from profstore.storage.regime_slice import PointColumns, ValueCodes, point_rows, slices_of
+from sqlalchemy import Connection, delete
 
 CHUNK = 500
 """Regime ids per ``IN`` list when only some regimes are rebuilt."""
@@ -92,15 +92,6 @@ def _floats(values: Sequence[float | None]) -> np.ndarray:
     return np.array(values, dtype=float)
 
 
-def _point_rows():
-    """(regime id, then the columns ``build_slice`` reads) of every point."""
-    p, s, f = t.point.c, t.sample_table.c, t.kernel_file.c
-    return (select(p.regime_id, p.sample_id, s.latency_us, s.latency_column, s.line_no,
-                   f.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
-            .select_from(t.point.join(t.sample_table, s.id == p.sample_id)
-                         .join(t.kernel_file, f.id == s.kernel_file_id)))
-
-
 def write_packs(conn: Connection, profile_id: int,
                 regime_ids: Collection[int] | None = None) -> int:
     """(Re)write, from the stored points, the packs of a profile's regimes (all of them
@@ -116,7 +107,7 @@ def write_packs(conn: Connection, profile_id: int,
 
 
 def _write_stored(conn: Connection, profile_id: int, where: Any) -> int:
-    rows = conn.execute(_point_rows().where(where)).all()
+    rows = conn.execute(point_rows().where(where)).all()
     if not rows:
         return 0
     return _insert(conn, profile_id, PointColumns.of_rows([r[1:] for r in rows],

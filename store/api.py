@@ -46,7 +46,7 @@ class Caches(NamedTuple):
 
     queries: CandidateQueries
     dispatcher: Dispatcher
-    results: ClockCache
+    results: ClockCache[tuple[Any, ...], QueryResult]
 
 
 _PLAIN = {flag: LookupOptions(flag, frozenset()) for flag in (False, True)}
@@ -83,8 +83,9 @@ class Store:
         self._lock = threading.Lock()
         self._mappings: dict[str, Profile | None] = {}
         self._mappings_of: Fingerprint | None = None
-        self._row_shapes = ClockCache(ROW_SHAPES_CACHED)
-        self._checked = ClockCache(64)
+        self._row_shapes: ClockCache[tuple[int, str], dict[int, str]] = ClockCache(
+            ROW_SHAPES_CACHED)
+        self._checked: ClockCache[tuple[Any, ...], bool] = ClockCache(64)
 
     def _new_caches(self) -> Caches:
         from profstore.geometry.simplex import TriangulationCache

@@ -193,7 +193,7 @@ class TriangulationCache:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
         self.maxsize = maxsize
-        self._entries = ClockCache(maxsize)
+        self._entries: ClockCache[Hashable, Triangulation] = ClockCache(maxsize)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -79,7 +79,7 @@ _COLLECTIVE_POINTS = Statement(select(_C.message_bytes, _C.latency_us, _C.topolo
 class CommunicationLookup:
     def __init__(self, engine: Connectable) -> None:
         self.engine = engine
-        self._cache = ClockCache(256)
+        self._cache: ClockCache[tuple[int, str, int], list[CommPoint] | None] = ClockCache(256)
 
     def lookup(self, leaf: LeafOp, kernels: tuple[str, ...], profile_id: int | None,
                payload: TensorSpec | None = None) -> QueryResult:

@@ -46,7 +46,7 @@ class FormatInference:
     def __init__(self, snapshots: SnapshotEngine, runner: PathRunner) -> None:
         self.snapshots = snapshots
         self.runner = runner
-        self._formats = ClockCache(1024)
+        self._formats: ClockCache[tuple[int, str], tuple[str, ...]] = ClockCache(1024)
 
     def formats(self, profile_id: int, kernel: str) -> tuple[str, ...]:
         """The kernel's measured formats, ND first (ND alone when it has no rows)."""

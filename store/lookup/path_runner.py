@@ -55,8 +55,16 @@ class PathRequest:
     own regime has no point."""
 
 
-def _interpolated(prepared: Prepared, geometry: GeometryResult,
-                  dim: int) -> tuple[str, dict[str, Any], float]:
+@dataclass(frozen=True)
+class GroupAnswer:
+    """What one axis group interpolated: the method, its details and the latency."""
+
+    method: str
+    details: dict[str, Any]
+    latency_us: float
+
+
+def _interpolated(prepared: Prepared, geometry: GeometryResult, dim: int) -> GroupAnswer:
     details = {
         "latency_column": prepared.column,
         "candidate_count": len(prepared.points),
@@ -66,7 +74,7 @@ def _interpolated(prepared: Prepared, geometry: GeometryResult,
     }
     method = "linear_1d" if dim == 1 else f"simplex_{dim}d"
     assert geometry.value is not None, "only an ok geometry is turned into an answer"
-    return method, details, float(geometry.value)
+    return GroupAnswer(method, details, float(geometry.value))
 
 
 class PathRunner:
@@ -74,7 +82,8 @@ class PathRunner:
                  prepared_cache_size: int = 2048) -> None:
         self.queries = queries
         self.triangulations = triangulations
-        self._prepared = ClockCache(prepared_cache_size)
+        self._prepared: ClockCache[tuple[Any, ...], Candidates] = ClockCache(
+            prepared_cache_size)
 
     def run(self, req: PathRequest) -> Attempt:
         kernel = req.ctx.kernel_type
@@ -151,9 +160,9 @@ class PathRunner:
                 continue
             found = self._group(req, target, regime_slice, group, tried)
             if found is not None:
-                details = self._success_details(req, target, found[0], len(group))
-                details.update(found[1], interpolation_path=tried)
-                attempt.result = QueryResult(found[2], QuerySource.INTERPOLATED,
+                details = self._success_details(req, target, found.method, len(group))
+                details.update(found.details, interpolation_path=tried)
+                attempt.result = QueryResult(found.latency_us, QuerySource.INTERPOLATED,
                                              CONFIDENCE_BY_DIM[len(group)], None, details)
                 return attempt
         attempt.notes["interpolation_path"] = tried
@@ -166,7 +175,7 @@ class PathRunner:
         regime_slice: RegimeSlice,
         group: tuple[int, ...],
         tried: list[dict[str, Any]],
-    ) -> tuple[str, dict[str, Any], float] | None:
+    ) -> GroupAnswer | None:
         """Interpolate on one axis group, one latency column at a time (source purity)."""
         columns = self._candidates(req, target, regime_slice, group)
         if not columns:

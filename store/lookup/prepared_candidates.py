@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from profstore.geometry.line import Line
@@ -19,6 +19,18 @@ from profstore.lookup.duplicate_rows import merge_coordinate
 from profstore.model.mapping import KernelPolicy
 from profstore.paths.base import AxisTransform
 from profstore.storage.regime_slice import MeasuredRow, RegimeSlice
+
+
+class VertexReport(NamedTuple):
+    """The parts of a vertex's report that do not depend on its weight."""
+
+    provenance: dict[str, Any]
+    axes: list[float] | None
+    merged_rows: int
+    merged_latency_us: float
+
+
+Transforms = tuple[AxisTransform | None, ...]
 
 
 @dataclass(frozen=True)
@@ -34,9 +46,12 @@ class Prepared:
     counts: list[int]
     ambiguous: int
     source: RegimeSlice = field(repr=False, compare=False)
-    views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The points under an axis transform, their 1-D line and the vertices' reported rows,
-    built on first use (read only afterwards: every target of the regime shares them)."""
+    _vertices: dict[int, VertexReport] = field(default_factory=dict, compare=False,
+                                               repr=False)
+    _coords: dict[Transforms, np.ndarray] = field(default_factory=dict, compare=False,
+                                                  repr=False)
+    _lines: dict[Transforms, Line] = field(default_factory=dict, compare=False, repr=False)
+    """Built on first use, read only afterwards: every target of the regime shares them."""
 
     def merged(self, i: int) -> tuple[MeasuredRow, int]:
         """Coordinate ``i``'s representative row and how many rows it merges."""
@@ -48,32 +63,30 @@ class Prepared:
         that do not depend on the weight are made once per coordinate (every target of
         the regime between the same two points reports them); each call returns new
         dicts and lists."""
-        key = ("vertex", i)
-        found = self.views.get(key)
+        found = self._vertices.get(i)
         if found is None:
             row, count = self.merged(i)
             provenance = row.provenance()
             axes = provenance.pop("axes", None)
-            found = self.views[key] = (provenance, axes, count, float(self.values[i]))
-        provenance, axes, count, value = found
-        reported = dict(provenance)
-        if axes is not None:
-            reported["axes"] = list(axes)
-        reported.update(weight=weight, merged_rows=count, merged_latency_us=value)
+            found = self._vertices[i] = VertexReport(provenance, axes, count,
+                                                     float(self.values[i]))
+        reported = dict(found.provenance)
+        if found.axes is not None:
+            reported["axes"] = list(found.axes)
+        reported.update(weight=weight, merged_rows=found.merged_rows,
+                        merged_latency_us=found.merged_latency_us)
         return reported
 
-    def coords(self, transforms: tuple[AxisTransform | None, ...]) -> np.ndarray:
-        key = ("coords", transforms)
-        found = self.views.get(key)
+    def coords(self, transforms: Transforms) -> np.ndarray:
+        found = self._coords.get(transforms)
         if found is None:
-            found = self.views[key] = _transform(self.points, transforms)
+            found = self._coords[transforms] = _transform(self.points, transforms)
         return found
 
-    def line(self, transforms: tuple[AxisTransform | None, ...]) -> Line:
-        key = ("line", transforms)
-        found = self.views.get(key)
+    def line(self, transforms: Transforms) -> Line:
+        found = self._lines.get(transforms)
         if found is None:
-            found = self.views[key] = Line(self.coords(transforms)[:, 0], self.values)
+            found = self._lines[transforms] = Line(self.coords(transforms)[:, 0], self.values)
         return found
 
 

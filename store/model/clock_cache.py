@@ -6,8 +6,8 @@ Eviction is second chance (CLOCK), an approximation of least-recently-used: a hi
 marks its entry as read; when a ``put`` of a new key finds the map full, the oldest entry
 is evicted unless it was read since it was inserted (or since the sweep last passed it),
 in which case its mark is cleared and it moves to the newest end. So a hit is one dict
-lookup (one hash of the key: a leaf's hash is Python code, and a strict ClockCache's reordering
-hashed it a second time) and a store of the mark. Unlike a strict ClockCache, an entry read once
+lookup (one hash of the key: a leaf's hash is Python code, and a strict LRU's reordering
+hashed it a second time) and a store of the mark. Unlike a strict LRU, an entry read once
 outlives an unread one inserted after that read, and the entries a sweep moves keep their
 insertion order, not their read order.
 
@@ -23,13 +23,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 _VALUE, _READ = 0, 1
 """An entry is a two-item list ``[value, read since the sweep last passed it]``."""
 
 
-class ClockCache:
+class ClockCache(Generic[K, V]):
     """A thread-safe bounded map with second-chance eviction; ``get`` returns None for a
     missing key. ``maxsize`` 0 keeps nothing."""
 
@@ -37,14 +40,14 @@ class ClockCache:
         if maxsize < 0:
             raise ValueError("maxsize must not be negative")
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        self._data: OrderedDict[K, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._acquire, self._release = self._lock.acquire, self._lock.release
 
     def __len__(self) -> int:
         return len(self._data)
 
-    def get(self, key: Hashable) -> Any:
+    def get(self, key: K) -> V | None:
         self._acquire()
         try:
             entry = self._data.get(key)
@@ -53,9 +56,10 @@ class ClockCache:
         if entry is None:
             return None
         entry[_READ] = True
-        return entry[_VALUE]
+        value: V = entry[_VALUE]
+        return value
 
-    def put(self, key: Hashable, value: object) -> None:
+    def put(self, key: K, value: V) -> None:
         """Insert or replace ``key`` as the newest entry; a new key first evicts while the
         map is full (so the entry just put is never the one evicted)."""
         if self.maxsize == 0:

@@ -138,13 +138,8 @@ def target_signature(leaf: LeafOp, entry: MappingEntry, kernel: str
     """The target's input shapes and profiler dtypes as the base lookup sees them:
     kernel normaliser applied, first ``tc_input_count`` tensors, FRACTAL_NZ restored,
     float16 read as DT_BF16 (the Phase 1 rule). Generic compute reads its target the same
-    way, so the two cannot disagree (read once per leaf: both ask for it in one lookup)."""
-    return leaf.derived(("signature", kernel, entry.tc_input_count),
-                        lambda: _signature(leaf, entry.tc_input_count, kernel))
-
-
-def _signature(leaf: LeafOp, count: int | None, kernel: str
-               ) -> tuple[tuple[Shape, ...], tuple[str, ...]]:
+    way, so the two cannot disagree."""
+    count = entry.tc_input_count
     tensors = normalize_target_inputs(kernel, leaf.tensor_inputs())
     if count:
         tensors = tensors[:count]

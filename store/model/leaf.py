@@ -9,10 +9,10 @@ e.g. ``args[2][0].shape: dimension -3 is negative``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 from profstore.model.dtypes import canonical_torch_dtype
 from profstore.model.leaf_context import LeafContext
@@ -25,10 +25,6 @@ from profstore.model.leaf_fields import (
     shape_of,
 )
 from profstore.model.size_limits import bounded_int, check_nesting, load_json, valid_text
-
-T = TypeVar("T")
-_UNSET: Any = object()
-"""``LeafOp.derived``'s marker for a value not computed yet (None is a value)."""
 
 __all__ = ["Arg", "LeafOp", "TensorSpec", "walk_tensors"]
 
@@ -246,18 +242,8 @@ class LeafOp:
         return cached
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_derived")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_tensor_inputs")}
 
-    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()``, once per object and ``key``: a value read from this leaf alone
-        that several steps of one lookup need (kept out of pickles; read only)."""
-        found = self.__dict__.get("_derived")
-        if found is None:
-            found = self.__dict__["_derived"] = {}
-        value = found.get(key, _UNSET)
-        if value is _UNSET:
-            value = found[key] = compute()
-        return value
 
     def __post_init__(self) -> None:
         if self.op is None:
@@ -338,8 +324,11 @@ class LeafOp:
 
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
         """Tensors among the positional args, in order, lists flattened; non-tensors skipped
-        (found once per leaf: both the base lookup and the path read them)."""
-        return self.derived("tensor_inputs", self._find_tensor_inputs)
+        (found once per leaf, kept like the hash: the base lookup and the path read them)."""
+        found: tuple[TensorSpec, ...] | None = self.__dict__.get("_tensor_inputs")
+        if found is None:
+            found = self.__dict__["_tensor_inputs"] = self._find_tensor_inputs()
+        return found
 
     def _find_tensor_inputs(self) -> tuple[TensorSpec, ...]:
         tensors: list[TensorSpec] = []

@@ -107,11 +107,7 @@ def most_specific(reasons: Iterable[Reason], order: Sequence[Reason] = ACROSS_KE
     return min(ranked, key=lambda r: order.index(r) if r in order else len(order))
 
 
-_NEW_DETAILS: dict[str, Any] = {}
-"""``QueryResult``'s default ``details`` (by identity: each result gets a new dict)."""
-
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class QueryResult:
     """One answer. ``latency_us`` is None exactly when the lookup missed."""
 
@@ -120,15 +116,6 @@ class QueryResult:
     confidence: float
     reason: Reason | None
     details: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, latency_us: float | None, source: QuerySource | None,
-                 confidence: float, reason: Reason | None,
-                 details: dict[str, Any] = _NEW_DETAILS) -> None:
-        """The dataclass's own ``__init__``, minus a frozen ``object.__setattr__`` per field
-        (every answer makes one)."""
-        self.__dict__.update(latency_us=latency_us, source=source, confidence=confidence,
-                             reason=reason,
-                             details={} if details is _NEW_DETAILS else details)
 
     @property
     def hit(self) -> bool:

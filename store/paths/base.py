@@ -75,7 +75,7 @@ def regime_key(regime: Mapping[str, Any]) -> str:
     return text
 
 
-_KEY_TEXTS = ClockCache(4096)
+_KEY_TEXTS: ClockCache[tuple[Any, ...], str] = ClockCache(4096)
 """``regime_key``'s remembered texts, by the regime's items in their order."""
 
 

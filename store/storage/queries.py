@@ -142,11 +142,13 @@ class CandidateQueries:
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine
         compile_all(engine.dialect)
-        self._slices = ClockCache(slice_cache_size)
-        self._kernels = ClockCache(4096)
-        self._stats = ClockCache(1024)
-        self._key_sets = ClockCache(KEY_SETS)
-        """(profile, kernel) → misses so far (int), then its ``_KernelKeys``."""
+        self._slices: ClockCache[tuple[int, str, str, str], RegimeSlice] = ClockCache(
+            slice_cache_size)
+        self._kernels: ClockCache[tuple[int, str], bool] = ClockCache(4096)
+        self._stats: ClockCache[tuple[Any, ...], Any] = ClockCache(1024)
+        self._misses: ClockCache[tuple[int, str], int] = ClockCache(KEY_SETS)
+        """(profile, kernel) → exact-key misses so far, until its key set is read."""
+        self._key_sets: ClockCache[tuple[int, str], _KernelKeys] = ClockCache(KEY_SETS)
         self._key_set_cap, self._key_set_after = KEY_SET_CAP, KEY_SET_AFTER
 
     def clear(self) -> None:
@@ -154,6 +156,7 @@ class CandidateQueries:
         self._kernels.clear()
         self._stats.clear()
         self._key_sets.clear()
+        self._misses.clear()
 
     def kernel_present(self, profile_id: int, kernel: str) -> bool:
         key = (profile_id, kernel)
@@ -171,12 +174,12 @@ class CandidateQueries:
         keys in one statement: a hit costs ≈ 1 µs more than asking for its key alone, a
         miss one statement less. A kernel's key set, once read, answers a miss alone."""
         known = self._key_sets.get((profile_id, kernel))
-        if type(known) is _KernelKeys and known.keys is not None and known.keys.isdisjoint(keys):
+        if known is not None and known.keys is not None and known.keys.isdisjoint(keys):
             self._note_kernel(profile_id, kernel, known.present)
             return {}
         found = self._key_rows(profile_id, kernel, keys, exclude)
-        if not found and type(known) is not _KernelKeys:
-            self._missed(profile_id, kernel, known or 0)
+        if not found and known is None:
+            self._missed(profile_id, kernel)
         return found
 
     def _key_rows(self, profile_id: int, kernel: str, keys: Sequence[str],
@@ -198,9 +201,10 @@ class CandidateQueries:
         if self._kernels.get((profile_id, kernel)) is None:
             self._kernels.put((profile_id, kernel), present)
 
-    def _missed(self, profile_id: int, kernel: str, before: int) -> None:
-        if before + 1 < self._key_set_after:
-            self._key_sets.put((profile_id, kernel), before + 1)
+    def _missed(self, profile_id: int, kernel: str) -> None:
+        misses = (self._misses.get((profile_id, kernel)) or 0) + 1
+        if misses < self._key_set_after:
+            self._misses.put((profile_id, kernel), misses)
             return
         rows, listed, joined = _KERNEL_KEYS.rows(self.engine, profile=profile_id, kernel=kernel,
                                                  limit=self._key_set_cap + 1)[0]

@@ -67,7 +67,8 @@ def _axes(blob: bytes, points: int, width: int) -> np.ndarray:
     return found.reshape(points, width)
 
 
-_SPELLED, _READ = ClockCache(4096), ClockCache(4096)
+_SPELLED: ClockCache[tuple[Any, ...], str] = ClockCache(4096)
+_READ: ClockCache[str, tuple[Any, ...]] = ClockCache(4096)
 """The JSON of recent value lists and back (most regimes share their latency column and
 file)."""
 

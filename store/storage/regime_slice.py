@@ -16,12 +16,32 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
+from profstore.storage import schema as t
+from sqlalchemy import Select, select
 
-AXES = 3
-"""Coordinate columns of a point (``sample_point.axis_0..2``)."""
-SAMPLE, LATENCY, COLUMN, LINE, FILE, AXIS, SEMANTIC, POINT = 0, 1, 2, 3, 4, 5, 8, 9
-"""Positions in a fetched point row: sample id, latency, latency column, line, kernel file
-name, three axes, semantic key, point id (what ``profstore.ingest.packs`` reads)."""
+
+class PointRow(NamedTuple):
+    """One stored point as ``point_rows`` selects it (after the regime id)."""
+
+    sample_id: int
+    latency_us: float
+    latency_column: str
+    line_no: int
+    file_name: str
+    axis_0: float | None
+    axis_1: float | None
+    axis_2: float | None
+    semantic_key: str | None
+    point_id: int
+
+
+def point_rows() -> Select:
+    """Every stored point: its regime id, then a ``PointRow``'s columns in its order."""
+    p, s, f = t.point.c, t.sample_table.c, t.kernel_file.c
+    return (select(p.regime_id, p.sample_id, s.latency_us, s.latency_column, s.line_no,
+                   f.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
+            .select_from(t.point.join(t.sample_table, s.id == p.sample_id)
+                         .join(t.kernel_file, f.id == s.kernel_file_id)))
 
 
 class MeasuredRow(NamedTuple):
@@ -50,18 +70,13 @@ def _none_first(value: Any) -> tuple[bool, Any]:
     return (value is not None, value)
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Categories:
     """A column with few distinct values per regime (latency column, kernel file, semantic
     key): the distinct values, sorted (None first), and each point's index into them."""
 
     names: tuple[Any, ...]
     codes: np.ndarray
-
-    def __init__(self, names: tuple[Any, ...], codes: np.ndarray) -> None:
-        """The dataclass's own, minus a frozen ``object.__setattr__`` per field (a slice
-        read from its pack makes three)."""
-        self.__dict__.update(names=names, codes=codes)
 
     def __getitem__(self, i: int) -> Any:
         return self.names[self.codes[i]]
@@ -126,7 +141,7 @@ class ValueCodes:
         return Categories.renumbered(list(self.found), codes)
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class RegimeSlice:
     """Every point of one (profile, kernel, path, regime) in point order: axes NULL first,
     then latency column, latency and point id (the order of the coordinate index before
@@ -142,14 +157,6 @@ class RegimeSlice:
     files: Categories
     """Each point's kernel file name."""
     semantic: Categories
-
-    def __init__(self, axes: np.ndarray, latency: np.ndarray, sample_ids: np.ndarray,
-                 columns: Categories, line_nos: np.ndarray, files: Categories,
-                 semantic: Categories) -> None:
-        """The dataclass's own, minus a frozen ``object.__setattr__`` per field."""
-        self.__dict__.update(axes=axes, latency=latency, sample_ids=sample_ids,
-                             columns=columns, line_nos=line_nos, files=files,
-                             semantic=semantic)
 
     def __len__(self) -> int:
         return len(self.latency)
@@ -181,9 +188,7 @@ class RegimeSlice:
         n, width = len(target), self.axes.shape[1]
         if n > width:
             return []
-        if n == width and self._asked_before():
-            at = self._at.get(tuple(float(v) for v in target), [])
-        elif n == 1:
+        if n == 1:
             at = (self.axes[:, 0] == float(target[0])).nonzero()[0].tolist()
         else:
             same = self.axes[:, :n] == np.asarray(target, dtype=float)
@@ -191,21 +196,6 @@ class RegimeSlice:
         rows = [self.row(i) for i in at]
         return [r for r in rows if r.sample_id not in exclude] if exclude else rows
 
-    def _asked_before(self) -> bool:
-        """Whether a full coordinate was asked of this slice before: the first is found by
-        a scan (a slice read for one target does not build the index below), the later
-        ones by the index (a cached slice's targets are then one dict read)."""
-        asked = self.__dict__.get("_asked", False)
-        self.__dict__["_asked"] = True
-        return asked
-
-    @cached_property
-    def _at(self) -> dict[tuple[float, ...], list[int]]:
-        """Point indices by full coordinate."""
-        found: dict[tuple[float, ...], list[int]] = {}
-        for i, point in enumerate(map(tuple, self.axes.tolist())):
-            found.setdefault(point, []).append(i)
-        return found
 
     def without(self, exclude: frozenset[int]) -> RegimeSlice:
         """The slice with the points of these samples left out (hold-out)."""
@@ -235,16 +225,17 @@ class PointColumns:
     @classmethod
     def of_rows(cls, fetched_rows: Sequence[Sequence[Any]],
                 regime_ids: Sequence[int] | None = None) -> PointColumns:
-        """From fetched point rows (``SAMPLE`` … ``POINT``) of one regime, or of the regime
+        """From point rows (``PointRow``'s fields in order) of one regime, or of the regime
         each of ``regime_ids`` names."""
-        raw = list(zip(*fetched_rows))
+        (sample_ids, latency, columns, lines, files, axis_0, axis_1, axis_2, semantic,
+         point_ids) = zip(*fetched_rows)
         regimes = np.zeros(len(fetched_rows), dtype=np.int64) if regime_ids is None else \
             np.array(regime_ids, dtype=np.int64)
         return cls(regimes,
-                   np.array(raw[SAMPLE], dtype=np.int64), np.array(raw[LATENCY], dtype=float),
-                   Categories.of(raw[COLUMN]), np.array(raw[LINE], dtype=np.int64),
-                   Categories.of(raw[FILE]), np.array(raw[AXIS:AXIS + AXES], dtype=float),
-                   Categories.of(raw[SEMANTIC]), np.array(raw[POINT], dtype=np.int64))
+                   np.array(sample_ids, dtype=np.int64), np.array(latency, dtype=float),
+                   Categories.of(columns), np.array(lines, dtype=np.int64),
+                   Categories.of(files), np.array([axis_0, axis_1, axis_2], dtype=float),
+                   Categories.of(semantic), np.array(point_ids, dtype=np.int64))
 
 
 def slices_of(points: PointColumns) -> Iterator[tuple[int, RegimeSlice]]:
@@ -294,7 +285,7 @@ def _single_codes(codes: np.ndarray, starts: np.ndarray) -> list[int | None]:
 
 
 def build_slice(fetched_rows: Sequence[Sequence[Any]]) -> RegimeSlice:
-    """A slice from fetched point rows (``SAMPLE`` … ``POINT``) in any order."""
+    """A slice from point rows (``PointRow``'s fields in order) in any order."""
     if not fetched_rows:
         empty = np.empty(0)
         none = Categories((), np.empty(0, dtype=np.int64))
