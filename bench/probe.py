@@ -272,11 +272,41 @@ def postgres(spec: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
+def answer_line(version: str, leaf: Any, result: Any) -> str:
+    """One answer in full: latency (``repr``), source, reason and every detail."""
+    latency = result.latency_us
+    return json.dumps({
+        "version": version, "leaf": leaf.to_json(),
+        "latency_us": None if latency is None else repr(float(latency)),
+        "source": None if result.source is None else result.source.value,
+        "reason": None if result.reason is None else result.reason.value,
+        "details": result.details,
+    }, sort_keys=True, default=repr)
+
+
+def answers(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every leaf of the stream, the targets and a token sweep, asked of every version of
+    the database on a fresh Store, written to ``spec["out"]`` one JSON line each."""
+    from profstore import LeafOp, Store
+
+    leaves = stream_leaves(spec["workloads"])
+    leaves += [LeafOp.from_json(d) for d, _ in TARGETS.values()]
+    leaves += [LeafOp.from_json(rms_norm(n)) for n in range(1, 300, 7)]
+    lines = 0
+    with Store.open(spec["db"]) as store, open(spec["out"], "w", encoding="utf-8") as sink:
+        for version in store.versions():
+            for leaf in leaves:
+                sink.write(answer_line(version, leaf, store.lookup(leaf, version)) + "\n")
+                lines += 1
+    return {"answers": lines}
+
+
 TASKS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "ingest": lambda s: ingest(s["root"], s["db"]),
     "lookups": lookups,
     "again": again,
     "postgres": postgres,
+    "answers": answers,
 }
 
 
