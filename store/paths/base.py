@@ -42,13 +42,7 @@ class Extraction:
 
     @property
     def regime_key(self) -> str:
-        """Computed once: a lookup reads it for every query and cache key of the regime.
-        Kept in the instance dict by hand: Python 3.11's ``cached_property`` takes a lock
-        shared by every instance on each first read."""
-        found = self.__dict__.get("_regime_key")
-        if found is None:
-            found = self.__dict__["_regime_key"] = regime_key(self.regime)
-        return found
+        return regime_key(self.regime)
 
 
 def regime_key(regime: Mapping[str, Any]) -> str:
