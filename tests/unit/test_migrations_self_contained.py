@@ -5,7 +5,6 @@ cannot change what an old revision does to a database."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
