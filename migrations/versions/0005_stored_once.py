@@ -9,13 +9,18 @@ file's JSON keys on every row. Now:
 - ``sample_key``: primary key (kernel_file_id, exact_key, sample_id), the kernel by its
   file; on SQLite a ``WITHOUT ROWID`` table, so the key's b-tree is the table; no kernel
   or latency text, no sample-id index and no foreign key to ``sample`` (see
-  ``profstore.storage.schema.key_table``).
+  ``key_table`` in profstore's storage schema).
 - ``sample_point``: id, profile, regime id, sample id, semantic key, axes; the coordinate
   index is (regime_id, axis_0, axis_1, axis_2).
-- ``sample``: ``latencies_packed`` / ``extras_packed`` (``profstore.storage.packed_json``).
+- ``sample``: ``latencies_packed`` / ``extras_packed`` (each known JSON key one control
+  character; ``_replaced`` below, read back today by ``profstore.storage.packed_json``).
 
 The views read kernel, path and key from ``regime`` and the latency from ``sample`` (same
 columns). Downgrade restores revision 0004's tables.
+
+Self-contained: the key packing, its name lists and the view SQL are frozen copies, as of
+this revision, on purpose (docs/adr/0108-self-contained-migrations.md); it imports nothing
+of profstore.
 
 Revision ID: 0005
 Revises: 0004
@@ -23,18 +28,134 @@ Create Date: 2026-12-01 13:50:00
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from profstore.migrations import legacy_views
-from profstore.storage.packed_json import EXTRA_NAMES, LATENCY_NAMES, pack_sql, unpacked
-from profstore.storage.schema import DUPLICATES_VIEW_SQL, REGIMES_VIEW_SQL
 
 revision = '0005'
 down_revision = '0004'
 branch_labels = None
 depends_on = None
+
+# Frozen as of this revision on purpose (copies, not imports; docs/adr/0108): the JSON key
+# packing, its two name lists and the view text exactly as this revision applies them, so
+# that a later change to live code cannot change what this revision does.
+
+LATENCY_NAMES: tuple[str, ...] = (
+    "Average Duration(us)", "Profiling Average Duration(us)", "Profiling Median Duration(us)",
+    "Profiling Std Duration(us)", "Median Duration(us)", "Std Duration(us)", "Duration(us)",
+)
+"""The packed latency keys of revision 0005: a key's code is ``chr(1 + position)``."""
+
+EXTRA_NAMES: tuple[str, ...] = tuple(f"Runtime {name}" for name in (
+    "sparse_mode", "source_profile", "phase", "num_key_value_heads", "num_heads",
+    "metadata_completeness", "kv_cache_mode", "input_layout", "block_table_valid_blocks",
+    "block_table_shape", "block_size", "batch_size", "avg_seq_len",
+    "actual_seq_lengths_values", "actual_seq_lengths_shape", "actual_seq_lengths_kv_values",
+    "actual_seq_lengths_kv_shape", "topk", "case_id", "cache_layout",
+    "sparse_indices_valid_count", "sparse_indices_pattern", "sparse_block_size",
+    "quant_mode", "operator_input_shapes_raw", "attn_state",
+)) + ("EP Size", "avg_seq_len")
+"""The packed extra keys of revision 0005 (codes as above)."""
+
+
+def _replaced(column: sa.ColumnElement, names: Sequence[str], packing: bool
+              ) -> sa.ColumnElement:
+    """SQL of a JSON text column with each known key (as ``json.dumps`` spells it, with its
+    ``": "``) replaced by its one-character code (``packing``), or the reverse."""
+    expression = column
+    for i, name in enumerate(names):
+        spelled, code = json.dumps(name) + ": ", chr(1 + i)
+        old, new = (spelled, code) if packing else (code, spelled)
+        expression = sa.func.replace(expression, sa.literal(old), sa.literal(new))
+    return expression
+
+
+REGIMES_VIEW_SQL = """
+CREATE VIEW regimes AS
+SELECT p.alias AS version, g.kernel_type, g.path, g.regime_key,
+       COUNT(*) AS points,
+       COUNT(DISTINCT s.latency_column) AS latency_columns,
+       MIN(sp.axis_0) AS axis_0_min, MAX(sp.axis_0) AS axis_0_max,
+       MIN(sp.axis_1) AS axis_1_min, MAX(sp.axis_1) AS axis_1_max,
+       MIN(sp.axis_2) AS axis_2_min, MAX(sp.axis_2) AS axis_2_max
+FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
+     JOIN sample s ON s.id = sp.sample_id
+     JOIN profile_set p ON p.id = g.profile_id
+GROUP BY p.alias, g.kernel_type, g.path, g.regime_key
+"""
+"""The ``regimes`` view as revision 0005 creates it (the same columns as before, read from
+``regime`` and ``sample``; frozen)."""
+
+DUPLICATES_VIEW_SQL = """
+CREATE VIEW duplicates AS
+WITH ranked AS (
+  SELECT g.profile_id, g.kernel_type, g.path, g.regime_key,
+         sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column, s.latency_us, s.line_no,
+         ROW_NUMBER() OVER w AS rn,
+         COUNT(*) OVER (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
+                        sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column) AS n
+  FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
+       JOIN sample s ON s.id = sp.sample_id
+  WINDOW w AS (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
+               sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column ORDER BY s.latency_us)
+)
+SELECT p.alias AS version, r.kernel_type, r.path, r.regime_key,
+       r.axis_0, r.axis_1, r.axis_2, r.latency_column,
+       MAX(r.n) AS rows_at_coordinate,
+       MIN(r.latency_us) AS latency_min,
+       AVG(CASE WHEN r.rn IN ((r.n + 1) / 2, (r.n + 2) / 2) THEN r.latency_us END)
+           AS latency_median,
+       MAX(r.latency_us) AS latency_max,
+       MIN(r.line_no) AS first_line
+FROM ranked r JOIN profile_set p ON p.id = r.profile_id
+WHERE r.n > 1
+GROUP BY p.alias, r.kernel_type, r.path, r.regime_key, r.axis_0, r.axis_1, r.axis_2,
+         r.latency_column
+"""
+"""The ``duplicates`` view as revision 0005 creates it (frozen)."""
+
+OLD_REGIMES_VIEW_SQL = """
+CREATE VIEW regimes AS
+SELECT p.alias AS version, sp.kernel_type, sp.path, sp.regime_key,
+       COUNT(*) AS points,
+       COUNT(DISTINCT sp.latency_column) AS latency_columns,
+       MIN(sp.axis_0) AS axis_0_min, MAX(sp.axis_0) AS axis_0_max,
+       MIN(sp.axis_1) AS axis_1_min, MAX(sp.axis_1) AS axis_1_max,
+       MIN(sp.axis_2) AS axis_2_min, MAX(sp.axis_2) AS axis_2_max
+FROM sample_point sp JOIN profile_set p ON p.id = sp.profile_id
+GROUP BY p.alias, sp.kernel_type, sp.path, sp.regime_key
+"""
+"""The ``regimes`` view as revision 0004 left it (what the downgrade recreates; frozen)."""
+
+OLD_DUPLICATES_VIEW_SQL = """
+CREATE VIEW duplicates AS
+WITH ranked AS (
+  SELECT sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+         sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column, sp.latency_us, s.line_no,
+         ROW_NUMBER() OVER w AS rn,
+         COUNT(*) OVER (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+                        sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column) AS n
+  FROM sample_point sp JOIN sample s ON s.id = sp.sample_id
+  WINDOW w AS (PARTITION BY sp.profile_id, sp.kernel_type, sp.path, sp.regime_key,
+               sp.axis_0, sp.axis_1, sp.axis_2, sp.latency_column ORDER BY sp.latency_us)
+)
+SELECT p.alias AS version, r.kernel_type, r.path, r.regime_key,
+       r.axis_0, r.axis_1, r.axis_2, r.latency_column,
+       MAX(r.n) AS rows_at_coordinate,
+       MIN(r.latency_us) AS latency_min,
+       AVG(CASE WHEN r.rn IN ((r.n + 1) / 2, (r.n + 2) / 2) THEN r.latency_us END)
+           AS latency_median,
+       MAX(r.latency_us) AS latency_max,
+       MIN(r.line_no) AS first_line
+FROM ranked r JOIN profile_set p ON p.id = r.profile_id
+WHERE r.n > 1
+GROUP BY p.alias, r.kernel_type, r.path, r.regime_key, r.axis_0, r.axis_1, r.axis_2,
+         r.latency_column
+"""
+"""The ``duplicates`` view as revision 0004 left it (what the downgrade recreates; frozen)."""
 
 KEY_COLUMNS = ['kernel_file_id', 'exact_key', 'sample_id']
 OLD_KEY_LOOKUP = ['profile_id', 'kernel_type', 'exact_key', 'latency_column', 'latency_us',
@@ -85,7 +206,7 @@ def _repack(names_from: Sequence[str], names_to: Sequence[str], packing: bool) -
     values = {}
     for (_, codebook), source, target in zip(JSON_COLUMNS, names_from, names_to):
         column = sample.c[source]
-        values[target] = pack_sql(column, codebook) if packing else unpacked(column, codebook)
+        values[target] = _replaced(column, codebook, packing)
     op.execute(sample.update().values(values))
 
 
@@ -163,7 +284,7 @@ def downgrade() -> None:
         _restore_keys_sqlite()
     else:
         _restore_keys_postgresql()
-    _views([legacy_views.REGIMES_VIEW_SQL, legacy_views.DUPLICATES_VIEW_SQL])
+    _views([OLD_REGIMES_VIEW_SQL, OLD_DUPLICATES_VIEW_SQL])
 
 
 def _point_column_types() -> dict[str, sa.types.TypeEngine]:
