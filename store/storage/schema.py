@@ -377,7 +377,7 @@ FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
 GROUP BY p.alias, g.kernel_type, g.path, g.regime_key
 """
 """One row per regime (since migration 0005; the same columns as before, read from
-``regime`` and ``sample``; the text before is ``profstore.migrations.legacy_views``)."""
+``regime`` and ``sample``; each revision before carries its own text)."""
 
 DUPLICATES_VIEW_SQL = """
 CREATE VIEW duplicates AS
