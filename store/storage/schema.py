@@ -363,45 +363,5 @@ DATA_TABLES = (
 )
 """Every table that hangs off a profile set, children first (the order to delete in)."""
 
-REGIMES_VIEW_SQL = """
-CREATE VIEW regimes AS
-SELECT p.alias AS version, g.kernel_type, g.path, g.regime_key,
-       COUNT(*) AS points,
-       COUNT(DISTINCT s.latency_column) AS latency_columns,
-       MIN(sp.axis_0) AS axis_0_min, MAX(sp.axis_0) AS axis_0_max,
-       MIN(sp.axis_1) AS axis_1_min, MAX(sp.axis_1) AS axis_1_max,
-       MIN(sp.axis_2) AS axis_2_min, MAX(sp.axis_2) AS axis_2_max
-FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
-     JOIN sample s ON s.id = sp.sample_id
-     JOIN profile_set p ON p.id = g.profile_id
-GROUP BY p.alias, g.kernel_type, g.path, g.regime_key
-"""
-"""One row per regime (since migration 0005; the same columns as before, read from
-``regime`` and ``sample``; each revision before carries its own text)."""
-
-DUPLICATES_VIEW_SQL = """
-CREATE VIEW duplicates AS
-WITH ranked AS (
-  SELECT g.profile_id, g.kernel_type, g.path, g.regime_key,
-         sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column, s.latency_us, s.line_no,
-         ROW_NUMBER() OVER w AS rn,
-         COUNT(*) OVER (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
-                        sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column) AS n
-  FROM sample_point sp JOIN regime g ON g.id = sp.regime_id
-       JOIN sample s ON s.id = sp.sample_id
-  WINDOW w AS (PARTITION BY g.profile_id, g.kernel_type, g.path, g.regime_key,
-               sp.axis_0, sp.axis_1, sp.axis_2, s.latency_column ORDER BY s.latency_us)
-)
-SELECT p.alias AS version, r.kernel_type, r.path, r.regime_key,
-       r.axis_0, r.axis_1, r.axis_2, r.latency_column,
-       MAX(r.n) AS rows_at_coordinate,
-       MIN(r.latency_us) AS latency_min,
-       AVG(CASE WHEN r.rn IN ((r.n + 1) / 2, (r.n + 2) / 2) THEN r.latency_us END)
-           AS latency_median,
-       MAX(r.latency_us) AS latency_max,
-       MIN(r.line_no) AS first_line
-FROM ranked r JOIN profile_set p ON p.id = r.profile_id
-WHERE r.n > 1
-GROUP BY p.alias, r.kernel_type, r.path, r.regime_key, r.axis_0, r.axis_1, r.axis_2,
-         r.latency_column
-"""
+# The ``regimes`` and ``duplicates`` views (profstore regimes / duplicates, and SQL users) are
+# created by revision 0005 (migrations/versions/0005_stored_once.py), which carries their text.
