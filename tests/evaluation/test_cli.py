@@ -9,6 +9,7 @@ import pytest
 from profstore.cli.main import main
 from profstore.cli.progress import ProgressBar
 
+from bench.__main__ import main as bench_main
 from bench.speed_and_size import MEASUREMENT_KEYS
 from tests.conftest import requires_perfdb
 from tests.evaluation.test_replay import TRACE
@@ -114,7 +115,8 @@ def test_progress_draws_only_on_a_terminal():
 @pytest.mark.bench
 def test_bench_quick_writes_every_measurement(capsys, tmp_path):
     target = tmp_path / "bench.json"
-    code, out, _ = run(capsys, "bench", "--quick", "--json", target)
+    code = bench_main(["--quick", "--json", str(target)])
+    out = capsys.readouterr().out
     data = json.loads(target.read_text())
     assert code == 0
     assert (data["quick"], data["scale"]) == (True, 2)
