@@ -7,8 +7,8 @@ the protocol switches and the chunk steps (all_reduce of 160 KB on 8 devices: th
 fit says 17.8 µs where the measured neighbours read 22.2 and 24.1 µs). Leave-one-out over
 the corpus (``profstore holdout``, communication section) picked the bracketing pair over
 least squares on the two or three nearest sizes on each side: the pair has the lower p90
-(the nearest-k fits smooth the floor but bend across the switches); docs/decisions.md
-has the figures.
+(the nearest-k fits smooth the floor but bend across the switches);
+docs/adr/0046-communication-bracketing-pair.md has the figures.
 """
 
 from __future__ import annotations

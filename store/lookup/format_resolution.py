@@ -6,7 +6,7 @@ descriptor that omits a tensor's format states none, and DESIGN §3 reads that a
 (``TensorSpec.format_defaulted``) unless the policy (per-op format or default) or the
 mapping's ``expected_input_formats`` give one; the policy default ``"infer"`` makes it
 unstated. What nothing restates stays ND (``format_source: default``). A tensor whose
-``format`` is None is resolved in this order (docs/decisions.md, issue #10):
+``format`` is None is resolved in this order (docs/adr/0047-unstated-formats.md):
 
 1. ``policy``: a ``FormatPolicy`` the caller passes (per op and argument, then a per-run
    default);

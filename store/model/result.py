@@ -83,7 +83,7 @@ ACROSS_KERNELS: tuple[Reason, ...] = (
 """Which kernel's miss an op reports (primary, alternates), most telling first: what the
 caller must supply, ambiguity, a corrupt latency, then a kernel whose answer needed a
 dimension the policy blocks (some kernel could have answered), then bounds, candidates,
-regime, file (docs/decisions.md §13)."""
+regime, file (docs/adr/0021-miss-reason-ranking.md)."""
 
 ACROSS_AXIS_GROUPS: tuple[Reason, ...] = (
     Reason.LATENCY_INVALID,
@@ -95,7 +95,7 @@ ACROSS_AXIS_GROUPS: tuple[Reason, ...] = (
 )
 """Which axis group's miss one kernel reports: within one regime a target beyond the
 measured hull/range says more than the blocked higher dimension that would not have
-reached it either (docs/decisions.md §13)."""
+reached it either (docs/adr/0021-miss-reason-ranking.md)."""
 
 
 def most_specific(reasons: Iterable[Reason], order: Sequence[Reason] = ACROSS_KERNELS

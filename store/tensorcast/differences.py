@@ -1,7 +1,7 @@
 """The documented rules by which profstore's answer to one TensorCast op may differ from
-upstream's own data source on the same version directory (docs/tensorcast.md,
-"Differences from upstream"). Each difference falls under exactly one rule; one that
-falls under none is "unexplained"."""
+upstream's own data source on the same version directory
+(docs/tensorcast-compatibility.md, "Differences from upstream"). Each difference falls
+under exactly one rule; one that falls under none is "unexplained"."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What ``Store.clear_cache`` forgets: every answer and everything read from the samples,
 but not a version's mapping while the ``profile_set`` state it was read from holds (the
-mapping is a function of that state; docs/decisions.md, issue #11)."""
+mapping is a function of that state; docs/adr/0041-caches-follow-reingest.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every difference between two simulations of one step, each under exactly one of the
-documented rules (profstore.tensorcast.differences; docs/tensorcast.md, "Differences from
-upstream")."""
+documented rules (profstore.tensorcast.differences; docs/tensorcast-compatibility.md,
+"Differences from upstream")."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Difference:
     rule: str
 
     def row(self) -> str:
-        """The docs/tensorcast.md table row of this difference."""
+        """The docs/tensorcast-compatibility.md table row of this difference."""
         return (f"| `{self.func}` | {self.shapes} | {self.profstore} | {self.upstream} | "
                 f"{self.rule} |")
 

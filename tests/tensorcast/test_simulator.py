@@ -5,7 +5,7 @@ InterpolatingDataSource; the two are compared on every op invocation.
 Scenarios (16 decode requests, 4096 tokens of context, TensorCast's default W8A8 dynamic
 quantisation): Qwen3-32B with TP 8, and DeepSeek-V3 cut to 4 layers with DP 16 / EP 16.
 Every difference from upstream must fall under one documented rule and be listed, with the
-op and both values, in docs/tensorcast.md ("Differences from upstream").
+op and both values, in docs/tensorcast-compatibility.md ("Differences from upstream").
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_step_time_and_answers_by_source_both_ways(runs, name):
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_every_difference_from_upstream_is_a_documented_rule(runs, name):
     ours, theirs = runs[name]
-    documented = (REPO / "docs" / "tensorcast.md").read_text(encoding="utf-8")
+    documented = (REPO / "docs" / "tensorcast-compatibility.md").read_text(encoding="utf-8")
     found = differences(ours.calls, theirs.calls)
     assert found, "the two sources never differ: the comparison compares nothing"
     missing = [d.row() for d in found if d.row() not in documented]
