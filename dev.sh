@@ -24,7 +24,7 @@ setup() {
   fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   # strict editable mode: a link tree of the checkout under build/, which mypy and
-  # import-linter read like any installed package (docs/adr/0109-strict-editable-install.md)
+  # import-linter read like any installed package (docs/adr/0097-strict-editable-install.md)
   "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}" \
     --config-settings editable_mode=strict
 }

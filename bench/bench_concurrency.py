@@ -9,7 +9,7 @@ benchmark creates ``profstore_bench_<uuid>`` and drops it at the end.
 
 Readers look up a stream drawn from the real workload traces (../shared/workloads) on
 v0.18, with the answer cache off. Two regimes per reader count: *uncached* (every cache
-is emptied before every lookup, as ``profstore bench`` does: every answer is read from
+is emptied before every lookup, as ``python -m bench`` does: every answer is read from
 the database, the worst case and the one that measures the database; the reset and the
 mapping reload are not timed) and *first sight* (regime slices cached: a simulator
 meeting new shapes of known regimes). Figures are lookups per second of lookup time,

@@ -1,7 +1,7 @@
 """What each remaining fast path of the lookup saves, per lookup, on the realistic stream.
 
 A fast path stays only where it saves at least 5 % of an uncached lookup (the project's
-rule; docs/adr/0111-fast-paths-kept.md). For each, on the v0.18 database: the cost of the
+rule; docs/adr/0099-fast-paths-kept.md). For each, on the v0.18 database: the cost of the
 operation with and without the fast path (median of repeated timings), how often one
 lookup of the realistic stream (every leaf once, on a fresh Store) performs it, and the
 saving as a share of the stream's mean lookup, measured in the same run.

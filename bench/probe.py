@@ -1,4 +1,4 @@
-"""The measurements of ``profstore bench`` that run against whichever ``profstore`` is first
+"""The measurements of ``python -m bench`` that run against whichever ``profstore`` is first
 on ``sys.path``: the current tree, or an older one exported by ``git archive``.
 
 Run as a script in a fresh interpreter (``python bench/probe.py '<json spec>'``) it prints

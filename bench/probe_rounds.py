@@ -1,4 +1,4 @@
-"""The repeated figures of ``profstore bench``: the per-lookup timings and the corpus
+"""The repeated figures of ``python -m bench``: the per-lookup timings and the corpus
 ingest, measured again in rounds that alternate the trees.
 
 This machine's speed drifts by up to 2× over minutes (another tenant's load): a figure

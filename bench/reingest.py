@@ -1,4 +1,4 @@
-"""The re-ingest figure of ``profstore bench``: replacing a changed v0.18 against
+"""The re-ingest figure of ``python -m bench``: replacing a changed v0.18 against
 ingesting it fresh (issue #16: deleting a version's samples once cost 4-8 times a fresh
 ingest; the target is at most 1.5 times)."""
 

@@ -1,6 +1,6 @@
 """Bulk inserts of the big tables: the one place where ingest differs per dialect.
 
-Rows arrive as plain tuples in a fixed column order (``ingest.rows_to_sql.COLUMNS``);
+Rows arrive as plain tuples in a fixed column order (``ingest.sql_writer.COLUMNS``);
 table and column names come from the schema, values are never put in the SQL text.
 
 - SQLite: the driver's ``executemany`` on one prepared INSERT. Per-row parameter

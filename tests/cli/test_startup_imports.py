@@ -2,7 +2,7 @@
 ``--help`` load no database, numeric or YAML library, and ``--help`` no verb implementation.
 
 Each check runs in a fresh interpreter and reads its ``sys.modules``; the time itself is
-measured by ``profstore bench`` (``startup``), never asserted.
+measured by ``python -m bench`` (``startup``), never asserted.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The layering contract (docs/adr/0110-layers.md): ``lint-imports`` keeps every contract of
+"""The layering contract (docs/adr/0098-layers.md): ``lint-imports`` keeps every contract of
 pyproject.toml, and the graph it checks holds function-level imports too."""
 
 from __future__ import annotations
