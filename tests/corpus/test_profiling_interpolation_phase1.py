@@ -10,7 +10,7 @@ from profstore.model.latency_column import PROFILING_AVERAGE
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.regression.test_attention_fia import decode, decode_row, make_store
+from tests.support.fia import decode, decode_row, make_store
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 BF16 = "DT_BF16"

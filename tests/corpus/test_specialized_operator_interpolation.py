@@ -15,9 +15,17 @@ from profstore.paths.generic import GenericComputePath
 from profstore.paths.registry import GENERIC, path_for, selector_of
 
 from tests.conftest import PERFDB, requires_perfdb
-from tests.integration.test_perfdb_specialized_a import add, dfc, mla
-from tests.integration.test_perfdb_specialized_b import li_leaf, sfa_leaf
-from tests.integration.test_perfdb_specialized_c import SQL, SYM, linear, quantize
+from tests.support.specialized_leaves import (
+    SQL,
+    SYM,
+    add,
+    dfc,
+    li_leaf,
+    linear,
+    mla,
+    quantize,
+    sfa_leaf,
+)
 
 VERSIONS = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend"
 EXPECTED_PATH = {

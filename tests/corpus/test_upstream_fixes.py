@@ -16,7 +16,7 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 from profstore.storage.engines import make_engine, upgrade
 
-from tests.regression.test_attention_fia import fia_row, make_store, runtime
+from tests.support.fia import fia_row, make_store, runtime
 from tests.support.perfdb import Row, build_store, mapping_doc, new_database, write_version
 
 FIA_OP = "tensor_cast.attention.default"

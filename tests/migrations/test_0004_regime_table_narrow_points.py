@@ -18,7 +18,7 @@ from profstore.storage import schema as t
 from profstore.storage.engines import alembic_config, current_revision, make_engine
 from sqlalchemy import create_engine, select
 
-from tests.unit.test_schema_migrations import schema_drift, sqlite_url
+from tests.support.migrations import schema_drift, sqlite_url
 
 pytestmark = pytest.mark.sqlite_only
 

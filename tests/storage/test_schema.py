@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from profstore.api import Store
 from profstore.storage import schema as t
 from profstore.storage.engines import (
@@ -26,21 +24,10 @@ from sqlalchemy import create_engine, insert, inspect, select, text
 from sqlalchemy.exc import OperationalError
 
 from tests.conftest import REPO
+from tests.support.migrations import schema_drift, sqlite_url
 from tests.support.perfdb import new_database
 
 VIEWS = {"regimes", "duplicates"}
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{path}"
-
-
-def schema_drift(url: str) -> list:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), t.metadata)
-    engine.dispose()
-    return diff
 
 
 def view_names(path: Path) -> set[str]:

@@ -16,17 +16,11 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
+from tests.support.regimes import SYM, per_tensor
+
 pytestmark = pytest.mark.requires_perfdb
 
-SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 FP16_PER_TOKEN_12x2048 = 5.617396  # DynamicQuant.csv line 1367
-
-
-def per_tensor(m: int, k: int, dtype: str = "float16") -> LeafOp:
-    """TensorCast's per-tensor call: ``dims=[]``, a scalar float32 scale."""
-    return LeafOp.from_json({
-        "op": SYM, "args": [{"shape": [m, k], "dtype": dtype}, [], "float32", "int8"],
-        "outputs": [{"shape": [m, k], "dtype": "int8"}, {"shape": [], "dtype": "float32"}]})
 
 
 def test_the_miss_names_the_regime_that_differs_only_in_scale_mode(perfdb_store):

@@ -16,6 +16,7 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB
+from tests.support.specialized_leaves import add, dfc, mla
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"
 AVERAGE, PROFILING = "Average Duration(us)", "Profiling Average Duration(us)"
@@ -61,21 +62,6 @@ def select(rows: list[CsvDict], keep: Callable[[CsvDict], bool]) -> list[CsvDict
 # ---- DispatchFFNCombine ---------------------------------------------------------------
 
 
-def dfc(tokens: int, suffix: str = "_quant", weight: str = "int8", ep: int = 16) -> LeafOp:
-    gmm1 = [{"shape": [16, 7168, 4096], "dtype": weight, "format": "FRACTAL_NZ"}]
-    gmm2 = [{"shape": [16, 2048, 7168], "dtype": weight, "format": "FRACTAL_NZ"}]
-    x = {"shape": [tokens, 7168], "dtype": "bfloat16"}
-    idx = {"shape": [tokens, 8], "dtype": "int32"}
-    if suffix == "":
-        args = [x, idx, gmm1, [None], gmm2, [None], 0, list(range(ep))]
-    else:
-        args = [x, idx, gmm1, [None], [None], [None], "bfloat16", gmm2, [None], [None], [None],
-                "bfloat16", 0, list(range(ep))]
-    return LeafOp.from_json({"op": f"tensor_cast.dispatch_ffn_combine{suffix}.default",
-                             "args": args, "context": {"ep_size": ep},
-                             "outputs": [{"shape": [tokens, 7168], "dtype": "bfloat16"}]})
-
-
 def dfc_rows(tokens: int, ep: str) -> list[CsvDict]:
     return select(read_rows("DispatchFFNCombine"), lambda r: shapes(r)[:3] == [
         f"{tokens},7168", "16,7168,4096", "16,2048,7168"] and r["EP Size"] == ep)
@@ -114,12 +100,6 @@ def test_dfc_v015_has_no_ep_column(perfdb_store):
 # ---- Elementwise ------------------------------------------------------------------------
 
 
-def add(tokens: int, dtype: str = "bfloat16") -> LeafOp:
-    return LeafOp.from_json({"op": "aten.add.Tensor", "args": [
-        {"shape": [1, tokens, 7168], "dtype": dtype}, {"shape": [tokens, 7168], "dtype": dtype}],
-        "outputs": [{"shape": [1, tokens, 7168], "dtype": dtype}]})
-
-
 def _plain_add(row: CsvDict, tokens: int) -> bool:
     inputs = [s.removeprefix("1,") if s.count(",") == 2 else s for s in shapes(row)]
     output = shapes(row, "Output Shapes")[0]
@@ -152,13 +132,6 @@ def test_v013_mul_stays_on_generic_compute(perfdb_store):
 
 
 # ---- MLA cache update -------------------------------------------------------------------
-
-
-def mla(tokens: int, cache: int = 226048, index: list[int] | None = None) -> LeafOp:
-    return LeafOp.from_json({"op": "tensor_cast.scatter_nd_update_mla.default", "args": [
-        {"shape": [tokens, 128], "dtype": "bfloat16"}, {"shape": [cache, 128], "dtype": "bfloat16"},
-        {"shape": index or [tokens, 1], "dtype": "int32"}, 128, None],
-        "outputs": [{"shape": [cache, 128], "dtype": "bfloat16"}]})
 
 
 def mla_rows(cache: int, tokens: int) -> list[CsvDict]:

@@ -12,17 +12,15 @@ import math
 from collections import defaultdict
 
 import pytest
-from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB, requires_perfdb
+from tests.support.specialized_leaves import li_leaf, sfa_leaf
 
 pytestmark = requires_perfdb
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"
 AVERAGE, PROFILING = "Average Duration(us)", "Profiling Average Duration(us)"
-LI_OP = "tensor_cast.quant_lightning_indexer.default"
-SFA_OP = "tensor_cast.sparse_attn_sharedkv.default"
 
 
 def first_valid(row: dict[str, str], columns: tuple[str, ...]) -> float:
@@ -55,29 +53,6 @@ def between(rows: dict[int, list[tuple[float, str]]], lo: int, hi: int, x: int) 
     (a, _), (b, _) = rows[lo][0], rows[hi][0]
     assert len(rows[lo]) == len(rows[hi]) == 1
     return a + (b - a) * (x - lo) / (hi - lo)
-
-
-def li_leaf(tokens: int, *, heads: int = 32, requests: int = 1, phase: str = "prefill",
-            blocks: int = 1766, kv: list[int] | None = None) -> LeafOp:
-    seq = {"shape": [requests], "dtype": "int32"}
-    context = {"phase": phase, **({"kv_lens": kv} if kv else {})}
-    return LeafOp.from_json({
-        "op": LI_OP,
-        "args": [{"shape": [1, tokens, heads, 128], "dtype": "bfloat16"},
-                 {"shape": [tokens, heads], "dtype": "bfloat16"},
-                 {"shape": [blocks, 128, 1, 128], "dtype": "bfloat16"}, 2048, 1, seq, seq],
-        "outputs": [{"shape": [1, tokens, 2048], "dtype": "int32"}], "context": context})
-
-
-def sfa_leaf(tokens: int, *, heads: int = 16, context: dict | None = None) -> LeafOp:
-    return LeafOp.from_json({
-        "op": SFA_OP,
-        "args": [{"shape": [1, tokens, heads, 512], "dtype": "bfloat16"},
-                 {"shape": [1766, 128, 1, 512], "dtype": "bfloat16"},
-                 {"shape": [heads], "dtype": "float32"},
-                 {"shape": [1, tokens, 1, 2048], "dtype": "int32"}, 0.04, 512, None],
-        "outputs": [{"shape": [1, tokens, heads, 512], "dtype": "bfloat16"}],
-        "context": {"num_requests": 1, "phase": "prefill"} if context is None else context})
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from profstore.api import Store
 from profstore.model.result import QuerySource, Reason
 from profstore.tensorcast.data_source import ProfstoreDataSource
 
-from tests.regression.test_nearest_regime import SYM, per_tensor
-from tests.tensorcast.test_adapter import FakeOp, Overload, TorchDtype, fake_tensor
+from tests.support.regimes import SYM, per_tensor
+from tests.support.torch_fakes import FakeOp, Overload, TorchDtype, fake_tensor
 
 pytestmark = pytest.mark.requires_perfdb
 

@@ -17,12 +17,11 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.conftest import PERFDB, requires_perfdb
+from tests.support.specialized_leaves import SQL, linear, quantize
 
 pytestmark = requires_perfdb
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"
-SQL = "tensor_cast.static_quant_linear.default"
-SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 
 Coordinate = tuple[int, ...]
 
@@ -102,25 +101,6 @@ def mm_key(row: dict[str, str]) -> Coordinate | None:
     x, weight = shapes(row["Input Shapes"], row["Input Formats"])
     out = shapes(row["Output Shapes"])[0]
     return (math.prod(x[:-1]), x[-1], out[-1], int(weight == (out[-1], x[-1])))
-
-
-def linear(op: str, m: int, k: int, n: int, dtype: str, out_dtype: str) -> LeafOp:
-    """A matmul leaf; the quantized ops also pass their scale (``x, weight, scale``)."""
-    scale = [] if op.startswith("aten.") else [{"shape": [n], "dtype": "bfloat16"}]
-    return LeafOp.from_json({
-        "op": op,
-        "args": [{"shape": [m, k], "dtype": dtype}, {"shape": [k, n], "dtype": dtype}, *scale],
-        "outputs": [{"shape": [m, n], "dtype": out_dtype}],
-    })
-
-
-def quantize(m: int, k: int, dtype: str = "bfloat16", scale: list[int] | None = None,
-             op: str = SYM) -> LeafOp:
-    return LeafOp.from_json({
-        "op": op, "args": [{"shape": [m, k], "dtype": dtype}, [-1], "float32", "int8"],
-        "outputs": [{"shape": [m, k], "dtype": "int8"},
-                    {"shape": [m] if scale is None else scale, "dtype": "float32"}],
-    })
 
 
 @pytest.fixture(scope="module")
