@@ -1,6 +1,6 @@
 """RFC §7.3 across the Phase 2 paths, on the three real op_mapping.yaml files.
 
-The per-path §7.2 matrix lives in ``tests/regression/specialized/`` (one file per path);
+The per-path §7.2 matrix lives in ``tests/paths/`` (one file per path module);
 this file checks what holds for every path at once: selectors reach their target
 builders (§7.3.1), kernels have data or are documented stable misses, and no
 specialised leaf can produce a generic-compute answer (§7.3.4).

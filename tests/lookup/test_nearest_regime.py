@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from profstore.lookup.attempt import Attempt
 from profstore.lookup.nearest_regime import (
     MAX_NEAREST,
@@ -15,6 +16,8 @@ from profstore.lookup.nearest_regime import (
 )
 from profstore.model.result import QueryResult, Reason
 from profstore.paths.base import Extraction
+
+pytestmark = pytest.mark.no_database
 
 TARGET = {"kernel": "K", "dtype": "DT_FLOAT16", "scale_mode": "per_tensor", "block": None}
 

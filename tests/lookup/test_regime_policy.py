@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from profstore.lookup.regime_policy import Equivalence, RegimePolicy, vocabulary_of
 
+pytestmark = pytest.mark.no_database
+
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 SCALE = {"scale_mode": {"per_tensor": "per_token"}}
 REGIME = {"kernel": "DynamicQuant", "activation_dtype": "DT_FLOAT16", "output_count": 2,

@@ -1,6 +1,6 @@
 """The shared bounded cache (model/clock_cache.py): which entries second-chance eviction keeps,
 maxsize 0, replacement, clear, and threads filling and reading one map at once. Every
-expected set below is traced by hand from the rule in lru.py's docstring."""
+expected set below is traced by hand from the rule in clock_cache.py's docstring."""
 
 from __future__ import annotations
 

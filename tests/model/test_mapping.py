@@ -1,4 +1,4 @@
-"""store.mapping: the op_mapping.yaml model, on the three real YAMLs and on small fixtures."""
+"""model/mapping.py: the op_mapping.yaml model, on the three real YAMLs and on small fixtures."""
 
 from __future__ import annotations
 

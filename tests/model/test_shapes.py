@@ -1,4 +1,4 @@
-"""store.shapes: the profiler's shape cells and the shape arithmetic both sides share."""
+"""model/shapes.py: the profiler's shape cells and the shape arithmetic both sides share."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from profstore.paths.base import regime_key
 
+pytestmark = pytest.mark.no_database
+
 
 def test_remembered_text_is_the_canonical_spelling() -> None:
     regime = {"kernel": "RmsNorm", "input_count": 2, "axis": "axis_0"}
