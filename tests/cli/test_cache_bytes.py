@@ -9,7 +9,7 @@ import pytest
 from profstore.api import Store
 from profstore.model.leaf import LeafOp
 
-from tests.cli.test_cli_lookup import rms
+from tests.support.cli_lookup import rms
 
 UNIQUE = 300
 BOUND = 80 * 1024

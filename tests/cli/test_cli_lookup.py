@@ -12,31 +12,9 @@ import pytest
 import yaml
 from profstore.cli.main import main
 
-from tests.cli.conftest import RMS_OP
 from tests.cli.conftest import V18_CORPUS as V18_FILES
+from tests.support.cli_lookup import brief, lookup_lines, rms
 from tests.support.perfdb import mapping_doc
-
-
-def rms(tokens: int, hidden: int = 7168, **extra) -> dict:
-    return {**extra, "op": RMS_OP,
-            "args": [{"shape": [tokens, hidden], "dtype": "bfloat16"},
-                     {"shape": [hidden], "dtype": "bfloat16"}, 1e-6],
-            "outputs": [{"shape": [tokens, hidden], "dtype": "bfloat16"}]}
-
-
-def lookup_lines(capsys, db: str, text: str, *options: str, version: str = "v0.18"):
-    path = io.StringIO(text)
-    sys_stdin, sys.stdin = sys.stdin, path
-    try:
-        code = main(["lookup", "--db", db, "--version", version, *options, "-"])
-    finally:
-        sys.stdin = sys_stdin
-    out, err = capsys.readouterr()
-    return code, [json.loads(line) for line in out.splitlines()], err
-
-
-def brief(answer: dict) -> tuple:
-    return (answer["id"], answer["latency_us"], answer["source"], answer["reason"])
 
 
 def test_lookup_stream_keeps_order_and_ids_past_malformed_lines(capsys, fixture_db):

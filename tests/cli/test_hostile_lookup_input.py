@@ -9,7 +9,7 @@ import json
 import pytest
 from profstore.model.leaf import LeafOp, TensorSpec
 
-from tests.cli.test_cli_lookup import brief, lookup_lines, rms
+from tests.support.cli_lookup import brief, lookup_lines, rms
 
 HUGE = "9" * 5000
 HOSTILE_LINES = {

@@ -26,7 +26,7 @@ from profstore.model.leaf import LeafOp
 from profstore.storage.engines import DatabaseNotReadable
 
 from tests.cli.conftest import ingest_into, write_fixture
-from tests.cli.test_cli_lookup import rms
+from tests.support.cli_lookup import rms
 
 pytestmark = pytest.mark.sqlite_only
 PROFSTORE = [sys.executable, "-m", "profstore"]

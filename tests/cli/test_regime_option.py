@@ -15,13 +15,9 @@ from pathlib import Path
 import pytest
 from profstore.cli.main import main
 
-from tests.regression.test_nearest_regime import SYM
+from tests.support.regimes import LEAF, SYM
 
 pytestmark = pytest.mark.requires_perfdb
-
-LEAF = json.dumps({
-    "op": SYM, "args": [{"shape": [12, 2048], "dtype": "float16"}, [], "float32", "int8"],
-    "outputs": [{"shape": [12, 2048], "dtype": "int8"}, {"shape": [], "dtype": "float32"}]})
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

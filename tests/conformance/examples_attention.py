@@ -1,6 +1,6 @@
 """Examples of the attention paths: attention_special (FusedInferAttentionScore),
 attention_lightning_indexer and attention_sparse_sharedkv (layouts as in
-tests/regression/test_attention_fia.py and tests/regression/specialized/)."""
+tests/paths/test_attention_fia.py and the other tests/paths/ files)."""
 
 from __future__ import annotations
 

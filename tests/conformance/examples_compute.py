@@ -1,6 +1,6 @@
 """Examples of the compute paths: generic, matmul, elementwise, quantized_matmul,
 compute_scale, moe_fused and scatter_nd_update_mla (layouts as in
-tests/regression/test_phase1_*.py and tests/regression/specialized/)."""
+tests/paths/test_<path module>.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The ingested corpus (``perfdb_store``) from wherever the suite defines it, and the small
-hand-computable fixture databases of the evaluation tests.
-
-tests/conftest.py wins when it defines the corpus fixture (one ingest for the whole
-suite); else tests/integration/conftest.py's fixtures are reused.
-"""
+"""The small hand-computable fixture databases of the evaluation tests (the ingested corpus,
+``perfdb_store``, is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -13,11 +9,7 @@ from pathlib import Path
 import pytest
 from profstore.api import Store
 
-import tests.conftest as shared
 from tests.support.perfdb import Row, build_database, build_store, mapping_doc, write_version
-
-if not hasattr(shared, "perfdb_store"):
-    from tests.integration.conftest import perfdb_path, perfdb_store  # noqa: F401
 
 RMS_OP = "tensor_cast.rms_norm.default"
 HIDDEN = 7168

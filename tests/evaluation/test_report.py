@@ -12,7 +12,7 @@ from profstore.evaluation.replay import replay_workload
 from profstore.evaluation.report import ReportInputs, build_sections, unverified_scope
 from profstore.storage.urls import normalize_url, redact_url
 
-from tests.evaluation.test_replay import TRACE
+from tests.support.evaluation import TRACE
 
 TITLES = ["Software and data", "Enabled configuration", "Source distribution (workload replay)",
           "Interpolation axes and dimensions", "Hold-out error statistics",

@@ -14,19 +14,14 @@ import pytest
 from alembic import command
 from profstore.api import Store
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.perfdb_writer import Row, mapping_doc, write_version
-from profstore.model.leaf import LeafOp
+from profstore.ingest.perfdb_writer import mapping_doc, write_version
 from profstore.storage import schema as t
 from profstore.storage.engines import alembic_config, current_revision, make_engine, upgrade
 from sqlalchemy import Engine, create_engine, func, select, text
 
 from tests.support import perfdb
-from tests.unit.test_schema_migrations import schema_drift, sqlite_url
+from tests.support.migrations import OPS, RMS, add, leaf, rms, schema_drift, sqlite_url
 
-OPS = {"aten.rms_norm.default": {"kernel_type": "RmsNorm"},
-       "aten.add.Tensor": {"kernel_type": "Add"}}
-RMS = [(1, 10.0), (2, 12.0), (4, 16.0), (8, 24.0)]
-"""(tokens, latency): RmsNorm rows [tokens, 7168] BF16; 3 tokens lies between 2 and 4."""
 PROFILING = {"Profiling Average Duration(us)": 9.5, "Profiling Std Duration(us)": 0.25}
 
 SAMPLE_0004 = ("id, profile_id, kernel_file_id, kernel_type, line_no, raw_text, input_shapes, "
@@ -45,21 +40,6 @@ READS_0004 = {
     "duplicates": "SELECT * FROM duplicates ORDER BY 1, 2, 3, 4, 5",
 }
 """Everything 0004 stored, read in 0004's own layout (raw SQL)."""
-
-
-def rms(tokens: int, latency: float, **extra: str) -> Row:
-    return Row([[tokens, 7168], [7168]], ["DT_BF16", "DT_BF16"], [[tokens, 7168]], ["DT_BF16"],
-               latency=latency, extra=extra)
-
-
-def add(n: int, latency: float | None, **columns: float) -> Row:
-    return Row([[n, 64], [n, 64]], ["FLOAT", "FLOAT"], [[n, 64]], ["FLOAT"], latency=latency,
-               columns=columns)
-
-
-def leaf(op: str, inputs: list[list[int]], dtype: str, out: list[int]) -> LeafOp:
-    return LeafOp.from_json({"op": op, "args": [{"shape": s, "dtype": dtype} for s in inputs],
-                             "outputs": [{"shape": out, "dtype": dtype}]})
 
 
 @pytest.fixture()

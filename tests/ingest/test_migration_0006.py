@@ -19,9 +19,8 @@ from profstore.storage.engines import alembic_config, current_revision, make_eng
 from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import create_engine, func, inspect, select
 
-from tests.ingest.test_migration_0005 import OPS, RMS, add, leaf, rms
 from tests.support import perfdb
-from tests.unit.test_schema_migrations import schema_drift, sqlite_url
+from tests.support.migrations import OPS, RMS, add, leaf, rms, schema_drift, sqlite_url
 
 V15 = "vllm0.15.0_torch2.9.0_cann8.5"
 

@@ -22,7 +22,7 @@ from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import Engine, create_engine, inspect, select, text
 
 from tests.support import perfdb
-from tests.unit.test_schema_migrations import sqlite_url
+from tests.support.migrations import sqlite_url
 
 AD, PAD = "Average Duration(us)", "Profiling Average Duration(us)"
 RMS_KEY, ADD_KEY, HALF_KEY = '{"r": "rms"}', '{"r": "add"}', '{"r": "half"}'

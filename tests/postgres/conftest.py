@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from tests.support.perfdb import Row, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.pgcluster import Cluster, remove_cluster, start_cluster
 
 RMS_OP = "tensor_cast.rms_norm.default"
@@ -82,3 +82,13 @@ def rms_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cluster_db(cluster: Cluster, rms_data: Path) -> str:
     """A filled database on the private cluster (the cluster is dropped at session end)."""
     return database_on(cluster.url, rms_data)
+
+
+@pytest.fixture()
+def fixture_url(tmp_path: Path) -> str:
+    """A two-row RmsNorm store on the session's backend (the CLI tests' --db)."""
+    rows = [Row([[t, 7168], [7168]], ["DT_BF16"] * 2, [[t, 7168]], ["DT_BF16"], lat)
+            for t, lat in ((8, 10.0), (16, 14.0))]
+    write_version(tmp_path / "data", {"RmsNorm": rows},
+                  mapping_doc({"tensor_cast.rms_norm.default": {"kernel_type": "RmsNorm"}}))
+    return build_database(tmp_path)

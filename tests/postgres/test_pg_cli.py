@@ -5,20 +5,17 @@ fails or succeeds."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from profstore.cli import inspect as inspect_verbs
-from profstore.cli.main import main
 from sqlalchemy.engine import make_url
 
 from tests.support.perfdb import (
     Row,
-    build_database,
-    mapping_doc,
     new_database,
     write_version,
 )
+from tests.support.postgres import count_samples, needs_postgresql, run
 
 SECRET = "secret"
 UNREACHABLE = f"postgresql+psycopg://postgres:{SECRET}@127.0.0.1:55432/x"
@@ -30,34 +27,12 @@ VERBS = (
     ("db", "upgrade"),
     ("explain", "--version", "v0.18", '{"op": "aten.mm.default"}'),
 )
-needs_postgresql = pytest.mark.postgresql_only
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def with_password(url: str) -> str:
     """The same database with a password in the URL (the test cluster trusts local users,
     so the password is ignored but still travels through every code path)."""
     return make_url(url).set(password=SECRET).render_as_string(hide_password=False)
-
-
-@pytest.fixture()
-def fixture_url(tmp_path: Path) -> str:
-    rows = [Row([[t, 7168], [7168]], ["DT_BF16"] * 2, [[t, 7168]], ["DT_BF16"], lat)
-            for t, lat in ((8, 10.0), (16, 14.0))]
-    write_version(tmp_path / "data", {"RmsNorm": rows},
-                  mapping_doc({"tensor_cast.rms_norm.default": {"kernel_type": "RmsNorm"}}))
-    return build_database(tmp_path)
-
-
-def count_samples(capsys, url: str) -> int:
-    code, out, _ = run(capsys, "sql", "--db", url, "--json", "SELECT count(*) AS n FROM sample")
-    assert code == 0
-    return json.loads(out)[0]["n"]
 
 
 @pytest.mark.no_database

@@ -14,8 +14,8 @@ from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Text, create_engine, select
 from sqlalchemy.dialects import postgresql
 
-from tests.postgres.test_pg_cli import needs_postgresql
 from tests.support.perfdb import Row, mapping_doc, new_database, write_hccl, write_version
+from tests.support.postgres import needs_postgresql
 
 LONG_DEVICE = "D" * 150
 LONG_DIRECTORY = "custom_profiling_run_" + "x" * 80

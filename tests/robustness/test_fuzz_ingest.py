@@ -27,7 +27,7 @@ from sqlalchemy import Engine, func, select
 
 from tests.conftest import PERFDB, requires_perfdb
 from tests.robustness import FUZZ, csv_files, expected_data_lines, mutated
-from tests.robustness.test_fuzz_leaf import SEEDS as SEED_LEAVES
+from tests.support.fuzz import SEEDS as SEED_LEAVES
 from tests.support.perfdb import DEVICE, V18_DIR, new_database
 
 pytestmark = requires_perfdb

@@ -12,7 +12,7 @@ from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
 from tests.conftest import requires_perfdb
 from tests.support.prerequisites import require
-from tests.tensorcast.test_adapter import CASES, CONTEXT, EXPECTED, FakeOp, mm, with_aliases
+from tests.support.torch_fakes import CASES, CONTEXT, EXPECTED, FakeOp, mm, with_aliases
 
 require(importlib.util.find_spec("torch") is not None,
         "torch (pip install -e '.[tensorcast]'; ./dev.sh installs it)")

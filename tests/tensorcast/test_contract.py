@@ -17,7 +17,7 @@ from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, ShapeMatchInfo, SubKernelShapeInfo
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
-from tests.tensorcast.test_adapter import FakeOp, Overload, fake_tensor
+from tests.support.torch_fakes import FakeOp, Overload, fake_tensor
 
 RMS = "tensor_cast.rms_norm.default"
 ADD = "tensor_cast.add_rms.default"

@@ -9,8 +9,8 @@ import pytest
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource
 
+from tests.support.torch_fakes import csv_latency, dfc_quant, dynamic_quant, lightning_indexer
 from tests.tensorcast.simulation import require_tensor_cast
-from tests.tensorcast.test_adapter import csv_latency, dfc_quant, dynamic_quant, lightning_indexer
 
 pytestmark = pytest.mark.requires_perfdb
 

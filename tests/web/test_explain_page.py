@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from profstore.web.explain_page import explain
 
-from tests.cli.test_regime_option import LEAF
+from tests.support.regimes import LEAF
 
 pytestmark = pytest.mark.requires_perfdb
 

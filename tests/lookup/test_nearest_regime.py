@@ -1,0 +1,78 @@
+"""store/lookup/nearest_regime.py without a database: which regimes are nearest and how a miss
+spells what differs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from profstore.lookup.attempt import Attempt
+from profstore.lookup.nearest_regime import (
+    MAX_NEAREST,
+    closest,
+    differences,
+    nearest_regimes,
+    spell_differs,
+)
+from profstore.model.result import QueryResult, Reason
+from profstore.paths.base import Extraction
+
+pytestmark = pytest.mark.no_database
+
+TARGET = {"kernel": "K", "dtype": "DT_FLOAT16", "scale_mode": "per_tensor", "block": None}
+
+
+def key(**changes) -> str:
+    return json.dumps({**TARGET, **changes}, sort_keys=True)
+
+
+def test_differences_name_both_values_and_a_missing_field_as_null():
+    assert differences(TARGET, {**TARGET, "scale_mode": "per_token"}) == {
+        "scale_mode": ["per_tensor", "per_token"]}
+    assert differences(TARGET, {"kernel": "K", "dtype": "DT_FLOAT16",
+                                "scale_mode": "per_tensor", "extra": 1}) == {
+        "extra": [None, 1]}
+    assert differences(TARGET, dict(TARGET)) == {}
+
+
+def test_closest_keeps_the_ties_at_the_fewest_differences_in_key_order():
+    regimes = [(key(dtype="DT_BF16", scale_mode="per_token"), 10),
+               (key(scale_mode="per_token"), 476),
+               (key(dtype="DT_BF16"), 5),
+               (key(), 3)]  # the target's own regime: not a neighbour
+    found = closest(TARGET, regimes)
+    assert [(r["dtype"], r["scale_mode"], n) for r, n, _ in found] == [
+        ("DT_BF16", "per_tensor", 5), ("DT_FLOAT16", "per_token", 476)]
+    assert [d for _, _, d in found] == [{"dtype": ["DT_FLOAT16", "DT_BF16"]},
+                                        {"scale_mode": ["per_tensor", "per_token"]}]
+
+
+def test_closest_answers_at_most_max_nearest_and_skips_empty_regimes():
+    regimes = [(key(block=b), 1) for b in range(MAX_NEAREST + 2)] + [(key(dtype="X"), 0)]
+    found = closest(TARGET, regimes)
+    assert len(found) == MAX_NEAREST
+    assert [r["block"] for r, _, _ in found] == [0, 1, 2]
+
+
+def test_the_regimes_that_answer_come_first_with_their_answer():
+    regimes = [(key(dtype="DT_BF16"), 5), (key(scale_mode="per_token"), 476)]
+
+    def answer(other: Extraction) -> Attempt:
+        assert other.axes == (12.0, 2048.0)
+        if other.regime["dtype"] == "DT_BF16":
+            return Attempt("K", reason=Reason.DEGENERATE_CANDIDATES)
+        return Attempt("K", result=QueryResult.measured(5.617396, method="exact_coordinate"))
+
+    found = nearest_regimes("K", Extraction(TARGET, (12.0, 2048.0)), regimes, answer)
+    assert [(n.differs, n.latency_us, n.source, n.method, n.miss_reason) for n in found] == [
+        ({"scale_mode": ["per_tensor", "per_token"]}, 5.617396, "MEASURED", "exact_coordinate",
+         None),
+        ({"dtype": ["DT_FLOAT16", "DT_BF16"]}, None, None, None, "degenerate_candidates")]
+    assert found[1].to_json()["miss_reason"] == "degenerate_candidates"
+    assert "miss_reason" not in found[0].to_json()
+
+
+def test_spelled_differences_clip_long_values():
+    assert spell_differs({"scale_mode": ["per_tensor", "per_token"], "block": [None, 32]}) == \
+        "scale_mode per_tensor → per_token, block null → 32"
+    assert spell_differs({"dtypes": ["A;" * 10, "B"]}, clip=6) == "dtypes A;A;A… → B"

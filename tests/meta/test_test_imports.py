@@ -1,0 +1,44 @@
+"""No test module imports from another test module: shared helpers live in tests/support/,
+shared fixtures in a conftest.py. Every tests/**/*.py is parsed with ``ast``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.no_database
+
+
+def is_test_module(module: str) -> bool:
+    """``tests.<...>.test_<name>``: a module pytest collects tests from."""
+    parts = module.split(".")
+    return len(parts) >= 2 and parts[0] == "tests" and parts[-1].startswith("test_")
+
+
+def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, module) of every import, ``from tests.x import test_y`` counting as the module
+    ``tests.x.test_y``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_no_test_module_imports_from_another_test_module():
+    offences = []
+    for path in sorted(TESTS.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, module in imported_modules(tree):
+            if is_test_module(module):
+                offences.append(f"{path.relative_to(TESTS.parent)}:{line} imports {module}")
+    assert not offences, ("test modules import from test modules (move the helper to "
+                          "tests/support/ or the fixture to a conftest.py):\n"
+                          + "\n".join(offences))
