@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profstore.ingest.ahead import ReadAhead, VersionRead
+from profstore.ingest.data_file import FileCounts, gc_paused, write_file
 from profstore.ingest.discover import (
     MAPPING_FILE,
     VersionSource,
     survey,
 )
-from profstore.ingest.files import FileCounts, gc_paused, write_file
 from profstore.ingest.lock import WaitFn, ingest_lock, write_transaction
 from profstore.ingest.mapping_file import EMPTY_MAPPING, MappingOutcome
 from profstore.ingest.parallel import WorkerPool
+from profstore.ingest.read_ahead import ReadAhead, VersionRead
 from profstore.ingest.sql_writer import RowWriter
 from profstore.model.mapping import VersionMapping
 from profstore.storage import schema as t

@@ -6,7 +6,7 @@ process, the single writer, inserts them file by file in file order. A worker fi
 ``RowWriter`` of its own on an in-memory SQLite database with the target's table DDL
 (so the writer makes the same layout choices as on the target); its ids start at 1, and
 the loader moves them past the ids already written. A file's rows only refer to ids of
-that file (see ``ingest.files``), so the stored rows and ids are the ones the
+that file (see ``ingest.data_file``), so the stored rows and ids are the ones the
 in-process load writes.
 
 Only for SQLite targets with the ``fork`` start method (a worker inherits the imported
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from profstore.ingest.data_file import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.discover import MAPPING_FILE
-from profstore.ingest.files import FileCounts, FileJob, gc_paused, write_file
 from profstore.ingest.mapping_file import parse_mapping
 from profstore.ingest.sql_writer import RowWriter
 from profstore.model.mapping import VersionMapping

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from profstore.ingest.data_file import FileJob
 from profstore.ingest.discover import (
     HCCL,
     MAPPING_FILE,
@@ -19,7 +20,6 @@ from profstore.ingest.discover import (
     content_hash,
     scan_entries,
 )
-from profstore.ingest.files import FileJob
 from profstore.ingest.mapping_file import MappingOutcome, parse_mapping
 from profstore.ingest.parallel import WorkerPool
 from profstore.storage import schema as t
