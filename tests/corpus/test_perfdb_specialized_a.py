@@ -15,7 +15,7 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import PERFDB
+from tests.support.paths import PERFDB
 from tests.support.specialized_leaves import add, dfc, mla
 
 V18 = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend" / "vllm0.18.0_torch2.9.0_cann8.5"

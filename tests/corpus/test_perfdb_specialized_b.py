@@ -14,7 +14,8 @@ from collections import defaultdict
 import pytest
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.specialized_leaves import li_leaf, sfa_leaf
 
 pytestmark = requires_perfdb

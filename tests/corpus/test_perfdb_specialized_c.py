@@ -16,7 +16,8 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.specialized_leaves import SQL, linear, quantize
 
 pytestmark = requires_perfdb

@@ -8,7 +8,7 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import requires_perfdb
+from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_store, mapping_doc, write_hccl, write_version
 
 ALL_REDUCE = "tensor_cast.all_reduce.default"

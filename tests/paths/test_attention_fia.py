@@ -16,7 +16,6 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import PERFDB
 from tests.support.fia import (
     KERNEL,
     OP,
@@ -27,6 +26,7 @@ from tests.support.fia import (
     make_store,
     runtime,
 )
+from tests.support.paths import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 from tests.support.prerequisites import require
 

@@ -14,7 +14,8 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 from profstore.paths.generic import generic_extraction
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 
 OP = "tensor_cast.rms_norm.default"
