@@ -23,11 +23,11 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
-from profstore.api import Store
 
 from tests.support import perfdb
 from tests.support.markers import require_corpus
 from tests.support.paths import PERFDB
+from tests.support.stores import opened_store
 
 PG_URL_ENV = "PROFSTORE_TEST_PG_URL"
 
@@ -126,7 +126,5 @@ def perfdb_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return perfdb.build_database(tmp_path_factory.mktemp("perfdb"), PERFDB, stem="corpus")
 
 
-@pytest.fixture(scope="session")
-def perfdb_store(perfdb_path: str) -> Iterator[Store]:
-    with Store.open(perfdb_path) as store:
-        yield store
+perfdb_store = opened_store("perfdb_path", scope="session", name="perfdb_store")
+"""The session's corpus ingest, opened once for the session (read by every test using it)."""

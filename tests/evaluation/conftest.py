@@ -11,6 +11,7 @@ from profstore.api import Store
 
 from tests.support.evaluation import LINEAR, SQUARE, UNVERIFIED, write_rms
 from tests.support.perfdb import build_database, build_store
+from tests.support.stores import opened_store
 
 
 @pytest.fixture()
@@ -26,7 +27,4 @@ def square_db(tmp_path: Path) -> str:
     return build_database(tmp_path)
 
 
-@pytest.fixture()
-def square_store(square_db: Path) -> Iterator[Store]:
-    with Store.open(square_db) as store:
-        yield store
+square_store = opened_store("square_db", name="square_store")

@@ -27,6 +27,7 @@ from tests.support.corpus_rows import (
 )
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import add as corpus_add
+from tests.support.stores import opened_store
 
 ADD, MUL, SUB = "aten.add.Tensor", "aten.mul.Tensor", "aten.sub.Tensor"
 V13_DIR = "vllm0.13.0_torch2.8.0_cann8.3"
@@ -92,10 +93,7 @@ def db(tmp_path_factory):
     return build_database(root)
 
 
-@pytest.fixture(scope="module")
-def store(db):
-    with Store.open(db) as s:
-        yield s
+store = opened_store("db", scope="module")
 
 
 def ew(op: str, inputs: list, out: list | None, dtype: str = "bfloat16") -> LeafOp:

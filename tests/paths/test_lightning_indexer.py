@@ -10,13 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.support.corpus_regimes import AVERAGE, PROFILING, between, regime_rows
 from tests.support.markers import requires_perfdb
-from tests.support.perfdb import V18_DIR, Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import (
+    V18_DIR,
+    Row,
+    build_database,
+    build_store,
+    mapping_doc,
+    write_version,
+)
 from tests.support.specialized_leaves import li_leaf as corpus_li_leaf
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.quant_lightning_indexer.default"
 KERNEL = "LightningIndexer"
@@ -63,17 +72,21 @@ def grid() -> list[Row]:
     return [li_row(t, b, t / 8 + b / 100) for t in (64, 128, 256) for b in (1000, 2000)]
 
 
-def make_store(tmp_path: Path, rows: list[Row], *, entry: dict | None = None,
-               unique: bool = True, **policies: object):
+def make_db(tmp_path: Path, rows: list[Row], *, entry: dict | None = None,
+            unique: bool = True, **policies: object) -> str:
     if unique:
         policies["query_selection_policy"] = UNIQUE
     mapping = mapping_doc({OP: entry or ENTRY}, **policies)
     write_version(tmp_path / "data", {KERNEL: rows}, mapping)
-    return build_store(tmp_path)
+    return build_database(tmp_path)
+
+
+def make_store(tmp_path: Path, rows: list[Row], **options: object):
+    return Store.open(make_db(tmp_path, rows, **options))
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store_db(tmp_path):
     rows = grid() + [
         li_row(192, 1000, 0),  # invalid latency: rejected at ingest
         li_row(128, 2000, 70.0, q_dtype="FLOAT"),
@@ -88,8 +101,10 @@ def store(tmp_path):
         li_row(8, 2000, 40.0, requests=8, phase="decode",
                **{"Runtime metadata_completeness": "profile_shapes_only"}),
     ]
-    with make_store(tmp_path, rows) as s:
-        yield s
+    return make_db(tmp_path, rows)
+
+
+store = opened_store("store_db")
 
 
 def lookup(store, leaf: LeafOp, **kw):

@@ -19,6 +19,7 @@ from tests.support.corpus_coordinates import Coordinate, coordinates, gap, mm_ke
 from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import linear as corpus_linear
+from tests.support.stores import opened_store
 
 BF16 = "DT_BF16"
 MS, KS, NS = (16, 32, 64), (1024, 2048), (512, 1024)
@@ -78,10 +79,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def capped(db_path, dim: int) -> Store:

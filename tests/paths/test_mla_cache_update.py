@@ -24,8 +24,9 @@ from tests.support.corpus_rows import (
     select,
     shapes,
 )
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import mla as corpus_mla
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.scatter_nd_update_mla.default"
 KERNEL, AICORE = "ScatterNdUpdate", "ScatterNdUpdateAiCore"
@@ -48,13 +49,15 @@ AICORE_ROWS = [csv_row(4096, 1, 3.0, index="INT64"), csv_row(4096, 4, 6.0, index
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("mla")
     mapping = mapping_doc({OP: {"kernel_type": KERNEL, "alternate_kernel_types": [AICORE],
                                 "query_mode": "scatter_nd_update_mla"}})
     write_version(root / "data", {KERNEL: ROWS, AICORE: AICORE_ROWS}, mapping)
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def mla(tokens: int, *, cache: int = 4096, index: list[int] | None = None,

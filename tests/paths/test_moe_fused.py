@@ -25,8 +25,9 @@ from tests.support.corpus_rows import (
     select,
     shapes,
 )
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import dfc as corpus_dfc
+from tests.support.stores import opened_store
 
 KERNEL = "DispatchFFNCombine"
 V15_DIR = "vllm0.15.0_torch2.9.0_cann8.5"
@@ -78,13 +79,15 @@ def mapping() -> dict:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("dfc")
     write_version(root / "data", {KERNEL: ROWS}, mapping())
     no_ep = [dfc_row(16, 120.0, ep_column=False), dfc_row(64, 200.0, ep_column=False)]
     write_version(root / "data", {KERNEL: no_ep}, mapping(), directory=V15_DIR)
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def weights(experts: int, shape: list[int], dtype: str, per_expert: bool) -> list[dict]:

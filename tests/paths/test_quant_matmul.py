@@ -19,6 +19,7 @@ from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import SQL as CORPUS_SQL
 from tests.support.specialized_leaves import linear as corpus_linear
+from tests.support.stores import opened_store
 
 SQL = "tensor_cast.static_quant_linear.default"
 ND_OP = "test.quant_linear_nd"
@@ -69,10 +70,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def linear(m: int, k: int, n: int, *, op: str = SQL, dtype: str = "int8",

@@ -19,6 +19,7 @@ from tests.support.corpus_coordinates import V18, coordinates, dq_key, gap, sing
 from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.specialized_leaves import quantize as corpus_quantize
+from tests.support.stores import opened_store
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 ASYM = "tensor_cast.dynamic_quantize_asymmetric.default"
@@ -69,10 +70,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def quant(m: int, k: int, *, op: str = SYM, dtype: str = "bfloat16",

@@ -11,13 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.support.corpus_regimes import AVERAGE, PROFILING, between, regime_rows
 from tests.support.markers import requires_perfdb
-from tests.support.perfdb import V18_DIR, Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import (
+    V18_DIR,
+    Row,
+    build_database,
+    build_store,
+    mapping_doc,
+    write_version,
+)
 from tests.support.specialized_leaves import sfa_leaf as corpus_sfa_leaf
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.sparse_attn_sharedkv.default"
 KERNEL = "SparseFlashAttention"
@@ -65,13 +74,17 @@ def decode(kv: tuple | None = None) -> dict:
     return {"num_requests": 4, "phase": "decode", **({"kv_lens": list(kv)} if kv else {})}
 
 
-def make_store(tmp_path: Path, rows: list[Row], entry: dict | None = None):
+def make_db(tmp_path: Path, rows: list[Row], entry: dict | None = None) -> str:
     write_version(tmp_path / "data", {KERNEL: rows}, mapping_doc({OP: entry or ENTRY}))
-    return build_store(tmp_path)
+    return build_database(tmp_path)
+
+
+def make_store(tmp_path: Path, rows: list[Row], entry: dict | None = None):
+    return Store.open(make_db(tmp_path, rows, entry))
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store_db(tmp_path):
     rows = [sfa_row(t, t / 4 + 10) for t in (64, 128, 256)] + [
         sfa_row(192, -5),  # invalid latency: rejected at ingest
         sfa_row(128, 80.0, q_dtype="FLOAT"),
@@ -86,8 +99,10 @@ def store(tmp_path):
         sfa_row(4, 40.0, requests=4, phase="decode", kv=KV_C),
         sfa_row(4, 44.0, requests=4, phase="decode", kv=KV_C),
     ]
-    with make_store(tmp_path, rows) as s:
-        yield s
+    return make_db(tmp_path, rows)
+
+
+store = opened_store("store_db")
 
 
 def lookup(store, leaf: LeafOp):
