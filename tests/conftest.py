@@ -20,20 +20,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-from profstore.api import Store
 
 from tests.support import perfdb
-from tests.support.prerequisites import require
+from tests.support.markers import require_corpus
+from tests.support.paths import PERFDB
+from tests.support.stores import opened_store
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("PROFSTORE_SHARED") or REPO.parent / "shared")
-"""``../shared`` beside the checkout; ``PROFSTORE_SHARED`` points elsewhere."""
-PERFDB = SHARED / "perfdb"
-WORKLOADS = SHARED / "workloads"
 PG_URL_ENV = "PROFSTORE_TEST_PG_URL"
 
 settings.register_profile("profstore", deadline=None,
@@ -41,20 +36,6 @@ settings.register_profile("profstore", deadline=None,
 settings.load_profile("profstore")
 """Property tests judge answers, not speed: a loaded 2-core machine (CI shares it) must not
 turn a slow example into a failure."""
-
-CORPUS_WHAT = f"the profiling corpus beside the checkout ({PERFDB})"
-
-requires_perfdb = pytest.mark.requires_perfdb
-"""Marks a test that reads the real corpus; see ``require_corpus``."""
-
-
-def corpus_present() -> bool:
-    return (PERFDB / "ATLAS_800_A3_752T_128G_DIE").is_dir()
-
-
-def require_corpus() -> None:
-    """Skip without the corpus on a developer machine; fail with CI=true."""
-    require(corpus_present(), CORPUS_WHAT)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -145,7 +126,5 @@ def perfdb_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return perfdb.build_database(tmp_path_factory.mktemp("perfdb"), PERFDB, stem="corpus")
 
 
-@pytest.fixture(scope="session")
-def perfdb_store(perfdb_path: str) -> Iterator[Store]:
-    with Store.open(perfdb_path) as store:
-        yield store
+perfdb_store = opened_store("perfdb_path", scope="session", name="perfdb_store")
+"""The session's corpus ingest, opened once for the session (read by every test using it)."""

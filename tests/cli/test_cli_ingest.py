@@ -13,8 +13,8 @@ from pathlib import Path
 from profstore.cli.main import main
 from profstore.storage.engines import head_revision
 
-from tests.cli.conftest import write_fixture
-from tests.conftest import REPO
+from tests.support.cli_fixture import write_fixture
+from tests.support.paths import REPO
 from tests.support.perfdb import V18_DIR
 
 SUMMARY = re.compile(

@@ -17,7 +17,7 @@ from profstore.storage.engines import make_engine
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from tests.cli.conftest import add_text, fixture_kernels
+from tests.support.cli_fixture import add_text, fixture_kernels
 from tests.support.perfdb import DEVICE, V18_DIR, csv_text
 
 

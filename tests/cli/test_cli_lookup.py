@@ -12,7 +12,7 @@ import pytest
 import yaml
 from profstore.cli.main import main
 
-from tests.cli.conftest import V18_CORPUS as V18_FILES
+from tests.support.cli_fixture import V18_CORPUS as V18_FILES
 from tests.support.cli_lookup import brief, lookup_lines, rms
 from tests.support.perfdb import mapping_doc
 

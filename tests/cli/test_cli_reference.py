@@ -9,7 +9,7 @@ import pytest
 from profstore.cli.main import build_parser, split_passthrough
 from profstore.cli.reference import EXAMPLES, render_markdown, verbs
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.no_database
 

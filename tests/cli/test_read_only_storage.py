@@ -25,7 +25,7 @@ from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.storage.engines import DatabaseNotReadable
 
-from tests.cli.conftest import ingest_into, write_fixture
+from tests.support.cli_fixture import ingest_into, write_fixture
 from tests.support.cli_lookup import rms
 
 pytestmark = pytest.mark.sqlite_only

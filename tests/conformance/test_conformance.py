@@ -20,7 +20,6 @@ All stores are built through ingest on the selected backend (``--backend``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -54,6 +53,7 @@ from tests.conformance.sides import (
     version_mapping,
 )
 from tests.support.perfdb import build_database, write_version
+from tests.support.stores import opened_store
 
 VERSION = "v0.18"
 PATHS = sorted(EXAMPLES)
@@ -76,10 +76,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return build_database(root)
 
 
-@pytest.fixture(scope="module")
-def store(db: str) -> Iterator[Store]:
-    with Store.open(db) as s:
-        yield s
+store = opened_store("db", scope="module")
 
 
 def lookup(store: Store, descriptor: dict[str, Any]) -> QueryResult:

@@ -9,7 +9,7 @@ from profstore.evaluation.holdout import run_holdout
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import requires_perfdb
+from tests.support.markers import requires_perfdb
 
 pytestmark = requires_perfdb
 

@@ -11,7 +11,8 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
 from tests.support.fia import decode, decode_row, make_store
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.stores import opened_store
 
 BF16 = "DT_BF16"
 AVERAGE = "Average Duration(us)"
@@ -59,11 +60,13 @@ SELECTION = {"kernel_overrides": {"UniqueRows": {"require_semantic_unique": True
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("phase1")
     write_version(root / "data", KERNELS, mapping_doc(ENTRIES, query_selection_policy=SELECTION))
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def norm(tokens: int, op: str = NORM) -> LeafOp:

@@ -14,7 +14,8 @@ from profstore.model.result import QuerySource
 from profstore.paths.generic import GenericComputePath
 from profstore.paths.registry import GENERIC, path_for, selector_of
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.specialized_leaves import (
     SQL,
     SYM,

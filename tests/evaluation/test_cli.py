@@ -11,8 +11,8 @@ from profstore.cli.progress import ProgressBar
 
 from bench.__main__ import main as bench_main
 from bench.speed_and_size import MEASUREMENT_KEYS
-from tests.conftest import requires_perfdb
 from tests.support.evaluation import TRACE
+from tests.support.markers import requires_perfdb
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

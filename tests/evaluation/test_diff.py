@@ -17,7 +17,7 @@ from profstore.cli.main import main
 from profstore.evaluation.diff import diff_versions
 from profstore.evaluation.workload import load_workload
 
-from tests.evaluation.conftest import LINEAR, RMS_OP, rms_row
+from tests.support.evaluation import LINEAR, RMS_OP, rms_row
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 V15_DIR = "vllm0.15.0_torch2.9.0_cann8.5"

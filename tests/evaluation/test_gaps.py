@@ -28,7 +28,7 @@ from profstore.cli.main import main
 from profstore.evaluation.gaps import plan_gaps
 from profstore.evaluation.workload import load_workload
 
-from tests.evaluation.conftest import LINEAR, RMS_OP, write_rms
+from tests.support.evaluation import LINEAR, RMS_OP, write_rms
 from tests.support.perfdb import build_database
 
 OTHER_OP = "tensor_cast.other_norm.default"

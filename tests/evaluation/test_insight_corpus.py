@@ -14,7 +14,8 @@ from profstore.evaluation.gaps import plan_gaps
 from profstore.evaluation.uncertainty import ErrorModel, interval, op_errors
 from profstore.evaluation.workload import load_workload, run_workload
 
-from tests.conftest import PERFDB, WORKLOADS, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB, WORKLOADS
 
 pytestmark = requires_perfdb
 VLLM = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend"

@@ -8,8 +8,9 @@ import pytest
 from profstore.evaluation.replay import SOURCES, apportion, replay_workload
 from profstore.lookup.regime_policy import RegimePolicy
 
-from tests.conftest import WORKLOADS, requires_perfdb
 from tests.support.evaluation import RMS, TRACE, rms_variant
+from tests.support.markers import requires_perfdb
+from tests.support.paths import WORKLOADS
 
 
 def test_calls_are_split_evenly_over_variants():

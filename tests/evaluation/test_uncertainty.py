@@ -21,7 +21,7 @@ from profstore.evaluation.calibration import calibrate, run_trial
 from profstore.evaluation.uncertainty import ErrorModel, OpError, interval, op_errors
 from profstore.evaluation.workload import load_workload, run_workload
 
-from tests.evaluation.conftest import RMS_OP
+from tests.support.evaluation import RMS_OP
 
 LOWEST, MIDDLE, HIGHEST = 5.2, 5.85, 104 / 17
 

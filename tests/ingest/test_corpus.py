@@ -17,7 +17,8 @@ from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Engine, func, select
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.perfdb import new_database
 
 DEVICE = "ATLAS_800_A3_752T_128G_DIE"

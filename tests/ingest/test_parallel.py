@@ -19,7 +19,8 @@ from profstore.ingest import parallel
 from profstore.ingest.loader import ingest_path
 from profstore.storage.engines import alembic_config, make_engine, upgrade
 
-from tests.conftest import PERFDB, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 
 pytestmark = requires_perfdb
 

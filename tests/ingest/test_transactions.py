@@ -16,7 +16,7 @@ from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Engine, select
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.support.perfdb import Row, mapping_doc, new_database, write_version
 
 V15_DIR = "vllm0.15.0_torch2.9.0_cann8.5"

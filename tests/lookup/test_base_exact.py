@@ -8,7 +8,8 @@ from profstore.model.latency_column import CORE_ENVELOPE, PROFILING_AVERAGE
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.stores import opened_store
 
 BF16 = "DT_BF16"
 NOTE = "host-side index, measured inside the gather kernel"
@@ -86,11 +87,13 @@ LATENCY_POLICY = {"kernel_overrides": {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("base_exact")
     write_version(root / "data", KERNELS, mapping_doc(ENTRIES, latency_policy=LATENCY_POLICY))
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def tensor(shape: list[int], dtype: str = "bfloat16", fmt: str | None = None) -> dict:

@@ -8,8 +8,9 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import requires_perfdb
-from tests.support.perfdb import Row, build_store, mapping_doc, write_hccl, write_version
+from tests.support.markers import requires_perfdb
+from tests.support.perfdb import Row, build_database, mapping_doc, write_hccl, write_version
+from tests.support.stores import opened_store
 
 ALL_REDUCE = "tensor_cast.all_reduce.default"
 REDUCE_SCATTER = "tensor_cast.reduce_scatter.default"
@@ -31,7 +32,7 @@ MATMUL = Row([[4, 64], [64, 250]], ["DT_BF16", "DT_BF16"], [[4, 250]], ["DT_BF16
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("comm")
     data = root / "data"
     write_hccl(data, "hcom_allReduce_", ALL_REDUCE_ROWS)
@@ -43,8 +44,10 @@ def store(tmp_path_factory):
     write_version(data, {"MatMulV2": [MATMUL]},
                   mapping_doc(ENTRIES, communication_data_ref="../../hccl/v9.0/"),
                   directory=V15_DIR)
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def all_reduce(numel: int, ranks: int | None = 4, context: dict | None = None) -> LeafOp:

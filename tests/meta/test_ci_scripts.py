@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.support.pgcluster import server_bindir
 
 pytestmark = pytest.mark.no_database

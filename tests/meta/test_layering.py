@@ -11,7 +11,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.no_database
 CONTRACTS = (

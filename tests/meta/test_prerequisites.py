@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.no_database
 

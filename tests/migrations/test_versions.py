@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 VERSIONS = REPO / "migrations" / "versions"
 

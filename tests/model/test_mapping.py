@@ -18,7 +18,7 @@ from profstore.model.mapping import (
 )
 from profstore.paths.registry import selector_of
 
-from tests.conftest import PERFDB
+from tests.support.paths import PERFDB
 from tests.support.prerequisites import require
 
 VLLM_ROOT = PERFDB / "ATLAS_800_A3_752T_128G_DIE" / "vllm_ascend"

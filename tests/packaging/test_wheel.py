@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.no_database
 

@@ -16,7 +16,6 @@ import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.conftest import PERFDB
 from tests.support.fia import (
     KERNEL,
     OP,
@@ -24,19 +23,24 @@ from tests.support.fia import (
     decode,
     decode_row,
     fia_row,
+    make_db,
     make_store,
     runtime,
 )
+from tests.support.paths import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
 from tests.support.prerequisites import require
+from tests.support.stores import opened_store
 
 V15_DIR = "vllm0.15.0_torch2.9.0_cann8.5"
 
 
 @pytest.fixture()
-def store(tmp_path):
-    with make_store(tmp_path) as s:
-        yield s
+def store_db(tmp_path):
+    return make_db(tmp_path)
+
+
+store = opened_store("store_db")
 
 
 def test_exact_coordinate_is_measured_by_the_path(store):

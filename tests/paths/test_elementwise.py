@@ -17,7 +17,17 @@ from profstore.model.mapping import load_mapping
 from profstore.model.result import QuerySource, Reason
 from profstore.paths.elementwise import ElementwisePath, broadcast_code
 
+from tests.support.corpus_rows import (
+    DEFAULT_ORDER,
+    CsvDict,
+    expected_measured,
+    read_rows,
+    select,
+    shapes,
+)
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import add as corpus_add
+from tests.support.stores import opened_store
 
 ADD, MUL, SUB = "aten.add.Tensor", "aten.mul.Tensor", "aten.sub.Tensor"
 V13_DIR = "vllm0.13.0_torch2.8.0_cann8.3"
@@ -83,10 +93,7 @@ def db(tmp_path_factory):
     return build_database(root)
 
 
-@pytest.fixture(scope="module")
-def store(db):
-    with Store.open(db) as s:
-        yield s
+store = opened_store("db", scope="module")
 
 
 def ew(op: str, inputs: list, out: list | None, dtype: str = "bfloat16") -> LeafOp:
@@ -277,3 +284,38 @@ def test_one_row_output_keeps_its_token_axis(store):
     assert batched.details["axes"] == {"axis_0": 1.0, "axis_1": 512.0}
     result = store.lookup(ew(SUB, [[4, 512], [4, 512]], [4, 512]), "v0.18")
     assert result.latency_us == pytest.approx(7 + 3 * 3 / 7)
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected measured latencies read from the
+# CSVs by tests.support.corpus_rows; the latency values are synthetic) ----------------
+
+
+def _plain_add(row: CsvDict, tokens: int) -> bool:
+    inputs = [s.removeprefix("1,") if s.count(",") == 2 else s for s in shapes(row)]
+    output = shapes(row, "Output Shapes")[0]
+    return (row["Output Data Types"] == "DT_BF16" and inputs == [f"{tokens},7168"] * 2
+            and output in (f"{tokens},7168", f"1,{tokens},7168"))
+
+
+def test_elementwise_full_output_shape_is_measured(perfdb_store):
+    rows = select(read_rows("Add"), lambda r: _plain_add(r, 30))
+    result = perfdb_store.lookup(corpus_add(30), "v0.18")
+    assert result.source is QuerySource.MEASURED
+    assert result.details["method"] == "exact_coordinate"
+    assert result.latency_us == pytest.approx(expected_measured(rows, DEFAULT_ORDER))
+
+
+def test_elementwise_in_range_and_misses(perfdb_store):
+    assert not [r for r in read_rows("Add") if _plain_add(r, 24)]
+    inside = perfdb_store.lookup(corpus_add(24), "v0.18")
+    assert inside.source is QuerySource.INTERPOLATED
+    assert perfdb_store.lookup(corpus_add(100000), "v0.18").reason is Reason.OUTSIDE_CONVEX_HULL
+    assert perfdb_store.lookup(corpus_add(30, "int32"), "v0.18").reason is Reason.REGIME_MISMATCH
+
+
+def test_v013_mul_stays_on_generic_compute(perfdb_store):
+    leaf = LeafOp.from_json({"op": "aten.mul.Tensor", "args": [
+        {"shape": [1, 30, 7168], "dtype": "bfloat16"}, {"shape": [1, 30, 1], "dtype": "bfloat16"}],
+        "outputs": [{"shape": [1, 30, 7168], "dtype": "bfloat16"}]})
+    assert perfdb_store.lookup(leaf, "v0.13").details["path"] == "generic"
+    assert perfdb_store.lookup(leaf, "v0.18").details["path"] == "elementwise"

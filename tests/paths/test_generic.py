@@ -14,8 +14,10 @@ from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 from profstore.paths.generic import generic_extraction
 
-from tests.conftest import PERFDB, requires_perfdb
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
+from tests.support.perfdb import Row, build_database, build_store, mapping_doc, write_version
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.rms_norm.default"
 
@@ -35,12 +37,14 @@ def leaf(tokens: int, dtype: str = "bfloat16") -> LeafOp:
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store_db(tmp_path):
     rows = [rms_row(8, 10.0), rms_row(16, 14.0), rms_row(64, 30.0), rms_row(64, 34.0)]
     write_version(tmp_path / "data", {"RmsNorm": rows},
                   mapping_doc({OP: {"kernel_type": "RmsNorm"}}))
-    with build_store(tmp_path) as s:
-        yield s
+    return build_database(tmp_path)
+
+
+store = opened_store("store_db")
 
 
 def test_exact_hit_is_measured_with_provenance(store):

@@ -10,10 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.support.perfdb import V18_DIR, Row, build_store, mapping_doc, write_version
+from tests.support.corpus_regimes import AVERAGE, PROFILING, between, regime_rows
+from tests.support.markers import requires_perfdb
+from tests.support.perfdb import (
+    V18_DIR,
+    Row,
+    build_database,
+    build_store,
+    mapping_doc,
+    write_version,
+)
+from tests.support.specialized_leaves import li_leaf as corpus_li_leaf
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.quant_lightning_indexer.default"
 KERNEL = "LightningIndexer"
@@ -60,17 +72,21 @@ def grid() -> list[Row]:
     return [li_row(t, b, t / 8 + b / 100) for t in (64, 128, 256) for b in (1000, 2000)]
 
 
-def make_store(tmp_path: Path, rows: list[Row], *, entry: dict | None = None,
-               unique: bool = True, **policies: object):
+def make_db(tmp_path: Path, rows: list[Row], *, entry: dict | None = None,
+            unique: bool = True, **policies: object) -> str:
     if unique:
         policies["query_selection_policy"] = UNIQUE
     mapping = mapping_doc({OP: entry or ENTRY}, **policies)
     write_version(tmp_path / "data", {KERNEL: rows}, mapping)
-    return build_store(tmp_path)
+    return build_database(tmp_path)
+
+
+def make_store(tmp_path: Path, rows: list[Row], **options: object):
+    return Store.open(make_db(tmp_path, rows, **options))
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store_db(tmp_path):
     rows = grid() + [
         li_row(192, 1000, 0),  # invalid latency: rejected at ingest
         li_row(128, 2000, 70.0, q_dtype="FLOAT"),
@@ -85,8 +101,10 @@ def store(tmp_path):
         li_row(8, 2000, 40.0, requests=8, phase="decode",
                **{"Runtime metadata_completeness": "profile_shapes_only"}),
     ]
-    with make_store(tmp_path, rows) as s:
-        yield s
+    return make_db(tmp_path, rows)
+
+
+store = opened_store("store_db")
 
 
 def lookup(store, leaf: LeafOp, **kw):
@@ -326,3 +344,50 @@ def test_disable_switch_keeps_the_specialised_exact_and_never_the_generic_base(t
     assert (exact.latency_us, exact.details["method"]) == (20.0, "exact_coordinate")
     assert between.latency_us is None
     assert between.reason is Reason.INTERPOLATION_DISABLED
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected latencies from
+# tests.support.corpus_regimes' reading of the CSVs) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def li_prefill() -> dict[int, list[tuple[float, str]]]:
+    return regime_rows("LightningIndexer", 32, 1, "prefill", 1766, (PROFILING, AVERAGE))
+
+
+@requires_perfdb
+def test_li_measured_coordinate(perfdb_store, li_prefill):
+    [(expected, _)] = li_prefill[1024]
+    result = perfdb_store.lookup(corpus_li_leaf(1024), "v0.18")
+    assert (result.latency_us, result.source) == (expected, QuerySource.MEASURED)
+    assert result.details["latency_column"] == PROFILING
+    assert result.details["exact_owner"] == "path"
+
+
+@requires_perfdb
+def test_li_interpolated_coordinate(perfdb_store, li_prefill):
+    result = perfdb_store.lookup(corpus_li_leaf(1000), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(between(li_prefill, 768, 1024, 1000))
+    assert result.details["method"] == "linear_1d"
+
+
+@requires_perfdb
+def test_li_decode_needs_kv_lengths_to_pick_a_row(perfdb_store):
+    rows = regime_rows("LightningIndexer", 32, 8, "decode", 1766, (PROFILING, AVERAGE))[8]
+    [expected] = [latency for latency, kv in rows if kv == ",".join(["4096"] * 8)]
+    picked = perfdb_store.lookup(corpus_li_leaf(8, requests=8, phase="decode", kv=[4096] * 8),
+                                 "v0.18")
+    assert (picked.latency_us, picked.source) == (expected, QuerySource.MEASURED)
+    unpicked = perfdb_store.lookup(corpus_li_leaf(8, requests=8, phase="decode"), "v0.18")
+    assert unpicked.reason is Reason.AMBIGUOUS_DUPLICATES
+
+
+@requires_perfdb
+def test_li_misses(perfdb_store):
+    assert perfdb_store.lookup(corpus_li_leaf(99999), "v0.18").reason is Reason.OUTSIDE_CONVEX_HULL
+    foreign = perfdb_store.lookup(corpus_li_leaf(1024, heads=48), "v0.18")
+    assert foreign.reason is Reason.REGIME_MISMATCH
+    attempt = foreign.details["attempted_kernels"][0]
+    assert (attempt["kernel_points"], attempt["kernel_regimes"]) == (1340, 33)
+    assert sum(attempt["path_refusals"].values()) == 7

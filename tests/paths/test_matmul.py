@@ -7,6 +7,7 @@ linear 1-D and simplex 2-D/3-D interpolation reproduce f exactly anywhere inside
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 
 import pytest
 from profstore.api import Store
@@ -14,7 +15,11 @@ from profstore.model.leaf import LeafOp
 from profstore.model.mapping import load_mapping
 from profstore.model.result import QuerySource, Reason
 
+from tests.support.corpus_coordinates import Coordinate, coordinates, gap, mm_key
+from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import linear as corpus_linear
+from tests.support.stores import opened_store
 
 BF16 = "DT_BF16"
 MS, KS, NS = (16, 32, 64), (1024, 2048), (512, 1024)
@@ -74,10 +79,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def capped(db_path, dim: int) -> Store:
@@ -317,3 +319,50 @@ def test_a_bad_format_policy_is_a_value_error_naming_it(store, policy, message):
     with pytest.raises(ValueError) as error:
         store.lookup(mm(24, 1024, 512, fmt=None), "v0.18", format_policy=policy)
     assert str(error.value).startswith(message)
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected latencies from
+# tests.support.corpus_coordinates' reading of the CSVs, never from the store) ---------
+
+
+@requires_perfdb
+def test_matmul_exact_coordinate_of_a_transposed_weight(perfdb_store):
+    points = coordinates("MatMulV2", mm_key)
+    literal = {c[:3] for c in points if c[3] == 0}
+    transposed = sorted(c for c, v in points.items() if c[3] == 1 and c[:3] not in literal
+                        and c[1] != c[2] and len(v) == 1 and v[0] is not None)
+    m, k, n, _ = transposed[0]
+    result = perfdb_store.lookup(corpus_linear("aten.mm.default", m, k, n, "float16", "float16"),
+                                 "v0.18")
+    assert result.source is QuerySource.MEASURED
+    assert result.latency_us == points[transposed[0]][0]
+    assert (result.details["method"], result.details["path"]) == ("exact_coordinate", "matmul")
+    assert [a["reason"] for a in result.details["base_attempts"]] == ["no_exact_match"] * 3
+
+
+@requires_perfdb
+def test_matmul_interpolates_m(perfdb_store):
+    points: dict[Coordinate, list[float | None]] = defaultdict(list)
+    for (m, k, n, _), values in coordinates("MatMulV2", mm_key).items():
+        points[(m, k, n)] += values
+    m, expected = gap(points, (5120, 768))
+    result = perfdb_store.lookup(corpus_linear("aten.mm.default", m, 5120, 768, "float16",
+                                               "float16"),
+                                 "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(expected)
+    assert result.details["axes"] == {"M": float(m), "K": 5120.0, "N": 768.0}
+
+
+@requires_perfdb
+def test_matmul_out_of_range_and_foreign_regime(perfdb_store):
+    far = perfdb_store.lookup(corpus_linear("aten.mm.default", 10**6, 5120, 768, "bfloat16",
+                                     "bfloat16"), "v0.18")
+    assert far.reason is Reason.DIMENSION_BLOCKED
+    assert far.details["attempted_kernels"][0]["interpolation_path"][0]["outcome"] == \
+        "outside_range"
+    foreign = perfdb_store.lookup(corpus_linear("aten.mm.default", 20, 5120, 768, "float32",
+                                         "float32"), "v0.18")
+    assert foreign.reason is Reason.REGIME_MISMATCH
+    assert [a["kernel"] for a in foreign.details["attempted_kernels"]] == [
+        "MatMulV2", "MatMulV3", "MatMulCommon"]

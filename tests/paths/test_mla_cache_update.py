@@ -16,7 +16,17 @@ from profstore.model.result import QuerySource, Reason
 from profstore.paths.base import TargetContext
 from profstore.paths.mla_cache_update import MlaCacheUpdatePath
 
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.corpus_rows import (
+    PROFILING_FIRST,
+    CsvDict,
+    expected_measured,
+    read_rows,
+    select,
+    shapes,
+)
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import mla as corpus_mla
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.scatter_nd_update_mla.default"
 KERNEL, AICORE = "ScatterNdUpdate", "ScatterNdUpdateAiCore"
@@ -39,13 +49,15 @@ AICORE_ROWS = [csv_row(4096, 1, 3.0, index="INT64"), csv_row(4096, 4, 6.0, index
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("mla")
     mapping = mapping_doc({OP: {"kernel_type": KERNEL, "alternate_kernel_types": [AICORE],
                                 "query_mode": "scatter_nd_update_mla"}})
     write_version(root / "data", {KERNEL: ROWS, AICORE: AICORE_ROWS}, mapping)
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def mla(tokens: int, *, cache: int = 4096, index: list[int] | None = None,
@@ -173,3 +185,40 @@ def test_the_path_reads_a_call_in_kernel_order_as_the_base_exact_lookup_does(sto
     regimes = [path.target_regime(leaf, ctx) for leaf in (tensorcast_order, kernel_order)]
     assert regimes[0] == regimes[1]
     assert regimes[0].axes == (8.0,)
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected measured latencies read from the
+# CSVs by tests.support.corpus_rows; the latency values are synthetic) ----------------
+
+
+def mla_rows(cache: int, tokens: int) -> list[CsvDict]:
+    return select(read_rows("ScatterNdUpdate"), lambda r: shapes(r)[:2] == [
+        f"{cache},128", f"{tokens},1"])
+
+
+def test_mla_base_exact_then_specialized_exact(perfdb_store):
+    rows = mla_rows(226048, 4096)
+    two_d = [r for r in rows if shapes(r)[2] == "4096,128"]
+    assert (len(rows), len(two_d)) == (2, 1)
+    base = perfdb_store.lookup(corpus_mla(4096), "v0.18")
+    assert base.details["method"] == "base_exact"
+    assert base.latency_us == pytest.approx(expected_measured(two_d, PROFILING_FIRST))
+    path = perfdb_store.lookup(corpus_mla(4096, index=[4096]), "v0.18")
+    assert (path.source, path.details["method"]) == (QuerySource.MEASURED, "exact_coordinate")
+    assert path.latency_us == pytest.approx(expected_measured(rows, PROFILING_FIRST))
+
+
+def test_mla_real_duplicate_rows_merge_by_median(perfdb_store):
+    rows = mla_rows(131072, 16)
+    assert len(rows) == 2
+    result = perfdb_store.lookup(corpus_mla(16, cache=131072, index=[16]), "v0.18")
+    assert result.latency_us == pytest.approx(expected_measured(rows, PROFILING_FIRST))
+    assert result.details["duplicates"]["count"] == 2
+
+
+def test_mla_in_range_and_misses(perfdb_store):
+    inside = perfdb_store.lookup(corpus_mla(700), "v0.18")
+    assert (inside.source, inside.details["method"]) == (QuerySource.INTERPOLATED, "linear_1d")
+    assert perfdb_store.lookup(corpus_mla(10000), "v0.18").reason is Reason.OUTSIDE_RANGE
+    assert perfdb_store.lookup(corpus_mla(700, cache=100000), "v0.18").reason \
+        is Reason.REGIME_MISMATCH

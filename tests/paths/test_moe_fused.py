@@ -17,7 +17,17 @@ from profstore.model.result import QuerySource, Reason
 from profstore.paths.base import Refusal
 from profstore.paths.moe_fused import MoeFusedPath, row_subtype
 
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.corpus_rows import (
+    DEFAULT_ORDER,
+    CsvDict,
+    expected_measured,
+    read_rows,
+    select,
+    shapes,
+)
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import dfc as corpus_dfc
+from tests.support.stores import opened_store
 
 KERNEL = "DispatchFFNCombine"
 V15_DIR = "vllm0.15.0_torch2.9.0_cann8.5"
@@ -69,13 +79,15 @@ def mapping() -> dict:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("dfc")
     write_version(root / "data", {KERNEL: ROWS}, mapping())
     no_ep = [dfc_row(16, 120.0, ep_column=False), dfc_row(64, 200.0, ep_column=False)]
     write_version(root / "data", {KERNEL: no_ep}, mapping(), directory=V15_DIR)
-    with build_store(root) as s:
-        yield s
+    return build_database(root)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def weights(experts: int, shape: list[int], dtype: str, per_expert: bool) -> list[dict]:
@@ -286,3 +298,43 @@ def test_missing_weight_list_names_the_argument(store):
 
 def test_path_owns_exact_so_the_activation_only_base_key_is_never_used():
     assert MoeFusedPath().exact_owner_for(dfc(32)) is True
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected measured latencies read from the
+# CSVs by tests.support.corpus_rows; the latency values are synthetic) ----------------
+
+
+def dfc_rows(tokens: int, ep: str) -> list[CsvDict]:
+    return select(read_rows("DispatchFFNCombine"), lambda r: shapes(r)[:3] == [
+        f"{tokens},7168", "16,7168,4096", "16,2048,7168"] and r["EP Size"] == ep)
+
+
+def test_dfc_measured_coordinate_excludes_blank_ep_duplicates(perfdb_store):
+    valid = dfc_rows(64, "16")
+    blank = dfc_rows(64, "")
+    assert (len(valid), len(blank)) == (2, 1)
+    result = perfdb_store.lookup(corpus_dfc(64), "v0.18")
+    assert result.source is QuerySource.MEASURED
+    assert result.latency_us == pytest.approx(expected_measured(valid, DEFAULT_ORDER))
+    assert result.details["duplicates"]["count"] == 2
+    assert result.latency_us != pytest.approx(expected_measured(valid + blank, DEFAULT_ORDER))
+
+
+def test_dfc_in_range_coordinate_interpolates(perfdb_store):
+    result = perfdb_store.lookup(corpus_dfc(100), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert [r["axes"] for r in result.details["matched_rows"]] == [[96.0], [128.0]]
+
+
+def test_dfc_out_of_range_and_foreign_subtypes_miss(perfdb_store):
+    assert perfdb_store.lookup(corpus_dfc(20000), "v0.18").reason is Reason.OUTSIDE_RANGE
+    for leaf in (corpus_dfc(64, "", "bfloat16"), corpus_dfc(64, "_quant_int4", "int4"),
+                 corpus_dfc(64, ep=8)):
+        assert perfdb_store.lookup(leaf, "v0.18").reason is Reason.REGIME_MISMATCH
+
+
+def test_dfc_v015_has_no_ep_column(perfdb_store):
+    result = perfdb_store.lookup(corpus_dfc(16), "v0.15")
+    assert result.reason is Reason.REGIME_MISMATCH
+    assert result.details["attempted_kernels"][0]["path_refusals"] == {
+        "required_field_missing: EP Size column missing": 3}

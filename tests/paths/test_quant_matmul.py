@@ -14,7 +14,12 @@ from profstore.model.leaf import LeafOp
 from profstore.model.mapping import load_mapping
 from profstore.model.result import QuerySource, Reason
 
+from tests.support.corpus_coordinates import coordinates, gap, qbmm_key, single
+from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import SQL as CORPUS_SQL
+from tests.support.specialized_leaves import linear as corpus_linear
+from tests.support.stores import opened_store
 
 SQL = "tensor_cast.static_quant_linear.default"
 ND_OP = "test.quant_linear_nd"
@@ -65,10 +70,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def linear(m: int, k: int, n: int, *, op: str = SQL, dtype: str = "int8",
@@ -221,3 +223,53 @@ def test_out_of_range_and_miss_details(store):
     assert miss.details["target_axes"] == [128.0, 1024.0, 512.0]
     assert miss.details["target_regime"]["quant_subtype"] == "int8"
     assert miss.details["last_geometry"]["axes"] == ["M", "K", "N"]
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected latencies from
+# tests.support.corpus_coordinates' reading of the CSVs, never from the store) ---------
+
+
+@pytest.fixture(scope="module")
+def qbmm():
+    return coordinates("QuantBatchMatmulV3", qbmm_key)
+
+
+@requires_perfdb
+def test_quantized_matmul_measured_coordinate(perfdb_store, qbmm):
+    result = perfdb_store.lookup(corpus_linear(CORPUS_SQL, 20, 7168, 4096, "int8", "float16"),
+                                 "v0.18")
+    assert result.source is QuerySource.MEASURED
+    assert result.latency_us == single(qbmm, (20, 7168, 4096))
+    assert (result.details["method"], result.details["exact_owner"]) == (
+        "exact_coordinate", "path")
+
+
+@requires_perfdb
+def test_quantized_matmul_interpolates_m(perfdb_store, qbmm):
+    m, expected = gap(qbmm, (7168, 4096))
+    result = perfdb_store.lookup(corpus_linear(CORPUS_SQL, m, 7168, 4096, "int8", "float16"),
+                                 "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(expected)
+    assert result.details["method"] == "linear_1d"
+
+
+@requires_perfdb
+def test_quantized_matmul_out_of_range_is_outside_range_despite_the_1d_cap(perfdb_store, qbmm):
+    """v0.18 caps QuantBatchMatmulV3 at 1-D; a target beyond the measured M is still
+    reported as outside_range (a bound says more than the blocked 2-D groups)."""
+    top = max(c[0] for c in qbmm if c[1:] == (7168, 4096))
+    miss = perfdb_store.lookup(corpus_linear(CORPUS_SQL, top * 4, 7168, 4096, "int8", "float16"),
+                               "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.OUTSIDE_RANGE)
+    first = miss.details["attempted_kernels"][0]["interpolation_path"][0]
+    assert (first["axes"], first["outcome"]) == (["M"], "outside_range")
+
+
+@requires_perfdb
+def test_fp8_linear_never_uses_int8_rows(perfdb_store):
+    leaf = corpus_linear("tensor_cast.fp8_linear.default", 20, 7168, 4096, "float8_e4m3fn",
+                  "bfloat16")
+    miss = perfdb_store.lookup(leaf, "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.REGIME_MISMATCH)
+    assert miss.details["attempted_kernels"][0]["kernel_points"] == 2979

@@ -6,6 +6,7 @@ latencies far from f so a cross-regime reuse would show in the number.
 
 from __future__ import annotations
 
+import csv
 import itertools
 
 import pytest
@@ -14,7 +15,11 @@ from profstore.model.leaf import LeafOp
 from profstore.model.mapping import load_mapping
 from profstore.model.result import QuerySource, Reason
 
+from tests.support.corpus_coordinates import V18, coordinates, dq_key, gap, single, valid
+from tests.support.markers import requires_perfdb
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.specialized_leaves import quantize as corpus_quantize
+from tests.support.stores import opened_store
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 ASYM = "tensor_cast.dynamic_quantize_asymmetric.default"
@@ -65,10 +70,7 @@ def db_path(tmp_path_factory):
     return build_database(tmp)
 
 
-@pytest.fixture(scope="module")
-def store(db_path):
-    with Store.open(db_path) as s:
-        yield s
+store = opened_store("db_path", scope="module")
 
 
 def quant(m: int, k: int, *, op: str = SYM, dtype: str = "bfloat16",
@@ -230,3 +232,69 @@ def test_miss_details_and_refused_alternate(store):
     assert list(alternate["path_refusals"].values()) == [2]
     assert "scale output" in next(iter(alternate["path_refusals"]))
     assert miss.details["last_geometry"]["outcome"] == "outside_convex_hull"
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected latencies from
+# tests.support.corpus_coordinates' reading of the CSVs, never from the store) ---------
+
+
+@pytest.fixture(scope="module")
+def dynamic_quant():
+    return coordinates("DynamicQuant", dq_key("DT_BF16"))
+
+
+@requires_perfdb
+def test_dynamic_quant_measured_coordinate(perfdb_store, dynamic_quant):
+    result = perfdb_store.lookup(corpus_quantize(20, 7168), "v0.18")
+    assert result.source is QuerySource.MEASURED
+    assert result.latency_us == single(dynamic_quant, (20, 7168))
+    assert result.details["scale_mode"] == "per_token"
+
+
+@requires_perfdb
+def test_dynamic_quant_interpolates_m(perfdb_store, dynamic_quant):
+    m, expected = gap(dynamic_quant, (7168,))
+    result = perfdb_store.lookup(corpus_quantize(m, 7168), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(expected)
+
+
+@requires_perfdb
+def test_dynamic_quant_fp16_reads_its_own_rows(perfdb_store):
+    fp16 = coordinates("DynamicQuant", dq_key("DT_FLOAT16"))
+    result = perfdb_store.lookup(corpus_quantize(20, 5120, "float16"), "v0.18")
+    assert result.latency_us == single(fp16, (20, 5120))
+
+
+@requires_perfdb
+def test_dynamic_quant_out_of_range(perfdb_store, dynamic_quant):
+    top = max(c[0] for c in dynamic_quant if c[1:] == (7168,))
+    miss = perfdb_store.lookup(corpus_quantize(top * 2, 7168), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.OUTSIDE_CONVEX_HULL)
+    primary = miss.details["attempted_kernels"][0]
+    assert primary["interpolation_path"][0]["outcome"] == "outside_range"
+
+
+@requires_perfdb
+def test_dynamic_quant_foreign_regime_and_refused_alternates(perfdb_store):
+    miss = perfdb_store.lookup(corpus_quantize(20, 5120, "float16", scale=[]), "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.REGIME_MISMATCH)
+    kernels = [(a["kernel"], a["reason"]) for a in miss.details["attempted_kernels"]]
+    assert kernels == [("DynamicQuant", "regime_mismatch"), ("AscendQuantV2", "regime_mismatch"),
+                       ("AscendQuantV2Aicore", "regime_mismatch")]
+    with open(V18 / "AscendQuantV2.csv", newline="") as handle:
+        rows = sum(1 for row in csv.DictReader(handle)
+                   if valid(row) or valid(row, "Profiling Average Duration(us)"))
+    refused = miss.details["attempted_kernels"][1]["path_refusals"]
+    assert sum(refused.values()) == rows
+
+
+@requires_perfdb
+def test_dynamic_block_quant_has_no_csv(perfdb_store):
+    leaf = LeafOp.from_json({
+        "op": "tensor_cast.dynamic_quantize_mxfp4.default",
+        "args": [{"shape": [20, 7168], "dtype": "bfloat16"}, 32],
+        "outputs": [{"shape": [20, 3584], "dtype": "float4_e2m1fn_x2"},
+                    {"shape": [20, 224], "dtype": "float32"}]})
+    miss = perfdb_store.lookup(leaf, "v0.18")
+    assert (miss.latency_us, miss.reason) == (None, Reason.CSV_NOT_FOUND)

@@ -8,7 +8,7 @@ import pytest
 from profstore.model.mapping import MappingEntry, load_mapping
 from profstore.paths.registry import ALL_PATHS, DISPATCH_SELECTORS, path_for, selector_of
 
-from tests.conftest import PERFDB
+from tests.support.paths import PERFDB
 from tests.support.prerequisites import require
 
 pytestmark = pytest.mark.no_database

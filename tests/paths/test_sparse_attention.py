@@ -11,10 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
-from tests.support.perfdb import V18_DIR, Row, build_store, mapping_doc, write_version
+from tests.support.corpus_regimes import AVERAGE, PROFILING, between, regime_rows
+from tests.support.markers import requires_perfdb
+from tests.support.perfdb import (
+    V18_DIR,
+    Row,
+    build_database,
+    build_store,
+    mapping_doc,
+    write_version,
+)
+from tests.support.specialized_leaves import sfa_leaf as corpus_sfa_leaf
+from tests.support.stores import opened_store
 
 OP = "tensor_cast.sparse_attn_sharedkv.default"
 KERNEL = "SparseFlashAttention"
@@ -62,13 +74,17 @@ def decode(kv: tuple | None = None) -> dict:
     return {"num_requests": 4, "phase": "decode", **({"kv_lens": list(kv)} if kv else {})}
 
 
-def make_store(tmp_path: Path, rows: list[Row], entry: dict | None = None):
+def make_db(tmp_path: Path, rows: list[Row], entry: dict | None = None) -> str:
     write_version(tmp_path / "data", {KERNEL: rows}, mapping_doc({OP: entry or ENTRY}))
-    return build_store(tmp_path)
+    return build_database(tmp_path)
+
+
+def make_store(tmp_path: Path, rows: list[Row], entry: dict | None = None):
+    return Store.open(make_db(tmp_path, rows, entry))
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store_db(tmp_path):
     rows = [sfa_row(t, t / 4 + 10) for t in (64, 128, 256)] + [
         sfa_row(192, -5),  # invalid latency: rejected at ingest
         sfa_row(128, 80.0, q_dtype="FLOAT"),
@@ -83,8 +99,10 @@ def store(tmp_path):
         sfa_row(4, 40.0, requests=4, phase="decode", kv=KV_C),
         sfa_row(4, 44.0, requests=4, phase="decode", kv=KV_C),
     ]
-    with make_store(tmp_path, rows) as s:
-        yield s
+    return make_db(tmp_path, rows)
+
+
+store = opened_store("store_db")
 
 
 def lookup(store, leaf: LeafOp):
@@ -242,3 +260,49 @@ def test_missing_csv_details(tmp_path):
     assert result.reason is Reason.CSV_NOT_FOUND
     assert result.details["attempted_kernels"][0]["message"] == (
         "no SparseFlashAttention.csv in this version")
+
+
+# ---- End to end on ../shared/perfdb v0.18 (expected latencies from
+# tests.support.corpus_regimes' reading of the CSVs) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def sfa_prefill() -> dict[int, list[tuple[float, str]]]:
+    return regime_rows("SparseFlashAttention", 16, 1, "prefill", 1766, (AVERAGE, PROFILING))
+
+
+@requires_perfdb
+def test_sfa_measured_coordinate(perfdb_store, sfa_prefill):
+    [(expected, _)] = sfa_prefill[512]
+    result = perfdb_store.lookup(corpus_sfa_leaf(512), "v0.18")
+    assert (result.latency_us, result.source) == (expected, QuerySource.MEASURED)
+    assert result.details["target_regime"]["sparse_phase"] == "prefill"
+
+
+@requires_perfdb
+def test_sfa_interpolated_coordinate(perfdb_store, sfa_prefill):
+    result = perfdb_store.lookup(corpus_sfa_leaf(600), "v0.18")
+    assert result.source is QuerySource.INTERPOLATED
+    assert result.latency_us == pytest.approx(between(sfa_prefill, 512, 768, 600))
+
+
+@requires_perfdb
+def test_sfa_duplicate_coordinate_is_protected(perfdb_store, sfa_prefill):
+    # two rows measured at 1024 tokens disagree: never a median, and never a vertex
+    assert len(sfa_prefill[1024]) == 2
+    assert perfdb_store.lookup(corpus_sfa_leaf(1024), "v0.18").reason is Reason.AMBIGUOUS_DUPLICATES
+    result = perfdb_store.lookup(corpus_sfa_leaf(1000), "v0.18")
+    assert result.latency_us == pytest.approx(between(sfa_prefill, 768, 1536, 1000))
+    assert result.details["interpolation_path"][0]["ambiguous_excluded"] == 2
+
+
+@requires_perfdb
+def test_sfa_misses(perfdb_store, sfa_prefill):
+    above = perfdb_store.lookup(corpus_sfa_leaf(99999), "v0.18")
+    assert above.reason is Reason.OUTSIDE_RANGE
+    assert above.details["last_geometry"]["message"].endswith(
+        f"above the largest measured tokens {max(sfa_prefill)}")
+    assert perfdb_store.lookup(corpus_sfa_leaf(1024, heads=12), "v0.18").reason \
+        is Reason.REGIME_MISMATCH
+    bare = perfdb_store.lookup(corpus_sfa_leaf(1024, context={}), "v0.18")
+    assert bare.reason is Reason.UPSTREAM_LEAF_SEMANTICS_MISSING

@@ -13,9 +13,9 @@ from profstore.ingest.lock import IngestBusy, ingest_lock
 from profstore.storage.engines import make_engine
 from sqlalchemy.engine import make_url
 
-from tests.conftest import REPO
-from tests.postgres.conftest import execute
 from tests.support import perfdb
+from tests.support.paths import REPO
+from tests.support.postgres import execute
 
 pytestmark = pytest.mark.postgresql_only
 

@@ -16,9 +16,9 @@ from profstore.model.leaf import LeafOp
 from profstore.storage import reconnect
 from profstore.storage.reconnect import DatabaseUnavailable
 
-from tests.conftest import REPO
-from tests.postgres.conftest import database_on, execute, rms_leaf
 from tests.support import perfdb
+from tests.support.paths import REPO
+from tests.support.postgres import database_on, execute, rms_leaf
 
 pytestmark = pytest.mark.postgresql_only
 

@@ -14,8 +14,8 @@ from profstore.storage.engines import POOL_OVERFLOW, POOL_SIZE
 from sqlalchemy.engine import make_url
 
 from bench.bench_workers import run_workers
-from tests.postgres.conftest import database_on, execute, rms_leaf
 from tests.support import perfdb
+from tests.support.postgres import database_on, execute, rms_leaf
 
 pytestmark = pytest.mark.postgresql_only
 THREADS = 18

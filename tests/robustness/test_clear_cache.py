@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from profstore.api import Store
 
-from tests.robustness.conftest import ingest, rms_leaf
+from tests.support.replacement import ingest, rms_leaf
 
 
 def test_clear_cache_keeps_the_mapping_and_drops_the_answers(replacement):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 from profstore.api import Store
 
-from tests.robustness.conftest import (
+from tests.support.replacement import (
     FACTOR,
     TARGETS,
     Replacement,

@@ -28,8 +28,8 @@ from profstore.storage.engines import is_sqlite
 from profstore.storage.urls import normalize_url
 from sqlalchemy import func, select
 
-from tests.conftest import REPO
-from tests.robustness.conftest import (
+from tests.support.paths import REPO
+from tests.support.replacement import (
     GRID,
     Replacement,
     classify,

@@ -25,9 +25,10 @@ from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import Engine, func, select
 
-from tests.conftest import PERFDB, requires_perfdb
 from tests.robustness import FUZZ, csv_files, expected_data_lines, mutated
 from tests.support.fuzz import SEEDS as SEED_LEAVES
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.perfdb import DEVICE, V18_DIR, new_database
 
 pytestmark = requires_perfdb

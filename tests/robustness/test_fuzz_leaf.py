@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,8 @@ from profstore.model.result import QuerySource, Reason
 
 from tests.robustness import FUZZ, JSON_VALUES, mutated, mutated_tree
 from tests.support.fuzz import DISPATCH, MM, RMS, SEEDS
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.stores import opened_store
 
 PLAUSIBLE = (
     JSON_VALUES
@@ -43,15 +43,17 @@ def mm_row(m: int, latency: float) -> Row:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+def store_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = tmp_path_factory.mktemp("fuzz-leaf")
     entries = {MM["op"]: {"kernel_type": "MatMulV2"}, RMS["op"]: {"kernel_type": "RmsNorm"},
                DISPATCH["op"]: {"kernel_type": "DispatchFFNCombine", "query_mode": "moe_fused"}}
     write_version(tmp / "data", {"RmsNorm": [rms_row(8, 10.0), rms_row(16, 14.0)],
                                  "MatMulV2": [mm_row(128, 20.0), mm_row(256, 36.0)]},
                   mapping_doc(entries))
-    with build_store(Path(tmp)) as opened:
-        yield opened
+    return build_database(Path(tmp))
+
+
+store = opened_store("store_db", scope="module")
 
 
 def parse(data: object) -> LeafOp | None:

@@ -21,8 +21,9 @@ from profstore.storage import schema as t
 from profstore.storage.engines import make_engine, upgrade
 from sqlalchemy import select
 
-from tests.conftest import PERFDB, requires_perfdb
 from tests.robustness import HUGE_INT
+from tests.support.markers import requires_perfdb
+from tests.support.paths import PERFDB
 from tests.support.perfdb import (
     V18_DIR,
     Row,

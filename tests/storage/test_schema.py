@@ -23,8 +23,8 @@ from profstore.storage.urls import normalize_url
 from sqlalchemy import create_engine, insert, inspect, select, text
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import REPO
 from tests.support.migrations import schema_drift, sqlite_url
+from tests.support.paths import REPO
 from tests.support.perfdb import new_database
 
 VIEWS = {"regimes", "duplicates"}

@@ -8,7 +8,7 @@ import sys
 
 from profstore.cli.main import main
 
-from tests.cli.conftest import RMS_OP
+from tests.support.cli_fixture import RMS_OP
 
 
 def rms(tokens: int, hidden: int = 7168, **extra) -> dict:

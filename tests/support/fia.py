@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from profstore.api import Store
 from profstore.model.leaf import LeafOp
 
-from tests.support.perfdb import Row, build_store, mapping_doc, write_version
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 
 OP = "tensor_cast.attention.default"
 
@@ -93,8 +94,8 @@ def fia_rows() -> list[Row]:
 
 
 
-def make_store(tmp_path, rows=None, *, sqrt=True, max_dim=None, unique=False,
-               entry_extra=None):
+def make_db(tmp_path, rows=None, *, sqrt=True, max_dim=None, unique=False,
+            entry_extra=None) -> str:
     overrides: dict = {}
     if sqrt:
         overrides["axis_transform"] = "sqrt_seq"
@@ -108,5 +109,9 @@ def make_store(tmp_path, rows=None, *, sqrt=True, max_dim=None, unique=False,
     entries = {OP: entry, "tensor_cast.attention_quant.default": dict(entry)}
     write_version(tmp_path / "data", {KERNEL: fia_rows() if rows is None else rows},
                   mapping_doc(entries, **policies))
-    return build_store(tmp_path)
+    return build_database(tmp_path)
+
+
+def make_store(tmp_path, rows=None, **options):
+    return Store.open(make_db(tmp_path, rows, **options))
 

@@ -12,7 +12,7 @@ from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QueryResult
 from profstore.tensorcast.aliases import with_upstream_aliases
 
-from tests.conftest import PERFDB
+from tests.support.paths import PERFDB
 
 
 def with_aliases(direct: QueryResult) -> dict[str, Any]:

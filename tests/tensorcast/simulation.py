@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import PERFDB, SHARED
+from tests.support.paths import PERFDB, SHARED
 from tests.support.prerequisites import require
 
 TENSOR_CAST = SHARED / "third_party" / "msmodeling-84fec85"

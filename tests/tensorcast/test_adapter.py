@@ -14,7 +14,8 @@ from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
 
-from tests.conftest import REPO, requires_perfdb
+from tests.support.markers import requires_perfdb
+from tests.support.paths import REPO
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
 from tests.support.torch_fakes import (
     CASES,

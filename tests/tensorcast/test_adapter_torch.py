@@ -10,7 +10,7 @@ from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
-from tests.conftest import requires_perfdb
+from tests.support.markers import requires_perfdb
 from tests.support.prerequisites import require
 from tests.support.torch_fakes import CASES, CONTEXT, EXPECTED, FakeOp, mm, with_aliases
 

@@ -11,12 +11,12 @@ import enum
 import json
 
 import pytest
-from profstore.api import Store
 from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource, ShapeMatchInfo, SubKernelShapeInfo
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.stores import opened_store
 from tests.support.torch_fakes import FakeOp, Overload, fake_tensor
 
 RMS = "tensor_cast.rms_norm.default"
@@ -31,7 +31,7 @@ OtherSource = enum.Enum("QuerySource", "MEASURED PARTIAL", module="somewhere.els
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("contract")
     rms = [Row([[n, 7168], [7168]], ["DT_BF16", "DT_BF16"], [[n, 7168]], ["DT_BF16"], lat)
            for n, lat in ((8, 10.0), (16, 14.0))]
@@ -45,8 +45,10 @@ def store(tmp_path_factory):
         "tensor_cast.half.default": {"composite": True, "sub_kernels": ["RmsNorm", "Absent"]},
     }
     write_version(tmp / "data", {"RmsNorm": rms, "Add": add}, mapping_doc(entries))
-    with Store.open(build_database(tmp)) as opened:
-        yield opened
+    return build_database(tmp)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def op(name, tokens=16):

@@ -26,7 +26,7 @@ from profstore.tensorcast.draw_report import NO_WINNER, Ranked, build_report, ma
 from profstore.tensorcast.draw_spec import DrawSpec
 from profstore.tensorcast.drawn_source import ModelRecord, OpRecord
 
-from tests.evaluation.conftest import RMS_OP, SQUARE, UNVERIFIED, write_rms
+from tests.support.evaluation import RMS_OP, SQUARE, UNVERIFIED, write_rms
 from tests.support.perfdb import build_store
 from tests.tensorcast.cli_runs import best, copy_model, profstore
 from tests.tensorcast.simulation import require_tensor_cast

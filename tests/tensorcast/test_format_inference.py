@@ -7,7 +7,7 @@ import pytest
 from profstore.model.result import QuerySource
 from profstore.tensorcast import ProfstoreDataSource
 
-from tests.conftest import requires_perfdb
+from tests.support.markers import requires_perfdb
 from tests.support.torch_fakes import FakeOp, Overload, TorchDtype, dfc_quant, fake_tensor
 
 NZ_WEIGHT = (2048, 5120)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from profstore.api import Store
 from profstore.tensorcast import ProfstoreDataSource
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.stores import opened_store
 
 RMS = "tensor_cast.rms_norm.default"
 ABSENT = "tensor_cast.absent_norm.default"
@@ -78,11 +78,13 @@ ENTRIES = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store_db(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("miss_codes")
     write_version(tmp / "data", _rows(), mapping_doc(ENTRIES))
-    with Store.open(build_database(tmp)) as opened:
-        yield opened
+    return build_database(tmp)
+
+
+store = opened_store("store_db", scope="module")
 
 
 def rms(n: int, dtype: str = "bfloat16", op: str = RMS) -> Op:

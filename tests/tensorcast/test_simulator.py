@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from profstore.tensorcast import ProfstoreDataSource, TensorCastResult
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tests.tensorcast.differences import differences
 from tests.tensorcast.simulation import Simulation, require_tensor_cast, simulate
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PERFDB, SHARED
+from tests.support.paths import PERFDB, SHARED
 from tests.support.prerequisites import in_ci, require
 from tests.upstream.sources import STORES, interpolating_data_source, profiling_data_source
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import ingest_into, write_fixture
+from tests.support.cli_fixture import ingest_into, write_fixture
 from tests.support.prerequisites import require
 
 CHROMIUM = Path("/usr/bin/chromium")

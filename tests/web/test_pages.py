@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from profstore.storage import schema
 
-from tests.cli.conftest import RMS_OP
+from tests.support.cli_fixture import RMS_OP
 
 pytestmark = pytest.mark.sqlite_only
 VERSION = "v0.18"

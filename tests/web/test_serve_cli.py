@@ -30,7 +30,7 @@ def test_serve_refuses_a_postgresql_url_with_the_reason(capsys):
 
 
 def test_serve_without_datasette_says_how_to_install_it(capsys, monkeypatch, tmp_path):
-    from tests.cli.conftest import ingest_into, write_fixture
+    from tests.support.cli_fixture import ingest_into, write_fixture
 
     db = ingest_into(tmp_path / "s.db", write_fixture(tmp_path / "data").parents[2])
     monkeypatch.setitem(sys.modules, "datasette.app", None)
