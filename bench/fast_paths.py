@@ -146,7 +146,7 @@ def measure(db: str, workloads: Path) -> list[Saving]:
                median_us(lambda: hash(fields)), counts.get("__hash__", 0) / n, lookup_us),
         Saving("leaf hash, warm lookup", median_us(lambda: hash(leaf)),
                median_us(lambda: hash(fields)), 1.0, warm_us),
-        Saving("regime-key memo (reverted)", median_us(lambda: memo.get("regime_key")),
+        Saving("regime-key memos (reverted)", median_us(lambda: memo.get("regime_key")),
                median_us(lambda: extraction.regime_key),
                counts.get("regime_key", 0) / n, lookup_us),
         Saving("signature memo (reverted)", median_us(lambda: memo.get("regime_key")),
