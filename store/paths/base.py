@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import TensorSpec
 from profstore.model.profile_row import CsvRow
@@ -45,8 +46,31 @@ class Extraction:
 
 
 def regime_key(regime: Mapping[str, Any]) -> str:
-    """Canonical text of a regime: the same fields give the same key on both sides."""
-    return json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+    """Canonical text of a regime: the same fields give the same key on both sides.
+
+    Remembered for regimes of ``str`` fields holding ``str`` or ``int`` values (every
+    lookup of a regime spells the same text, and ``json.dumps`` costs more than the rest
+    of a cached 1-D target's extraction): among such items, equal means equal JSON, while
+    ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) are equal yet spelled apart, so
+    a regime holding any other value is spelled each time."""
+    items = tuple(regime.items())
+    plain = True
+    for k, v in items:
+        if type(k) is not str or (type(v) is not str and type(v) is not int):
+            plain = False
+            break
+    if plain:
+        found = _KEY_TEXTS.get(items)
+        if found is not None:
+            return found
+    text = json.dumps(regime, sort_keys=True, separators=(",", ":"), default=list)
+    if plain:
+        _KEY_TEXTS.put(items, text)
+    return text
+
+
+_KEY_TEXTS: ClockCache[tuple[Any, ...], str] = ClockCache(4096)
+"""``regime_key``'s remembered texts, by the regime's items in their order."""
 
 
 @dataclass(frozen=True)
