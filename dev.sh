@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_engines.py
           tests/cli tests/evaluation tests/tensorcast tests/ingest tests/robustness tests/postgres tests/conformance
-          tests/migrations/test_revision_steps.py)
+          tests/migrations)
 
 # What each job installs: the demo needs the library alone; the tests and the bench need
 # every extra (PostgreSQL driver, plots, the web view, torch and TensorCast's packages).
