@@ -46,11 +46,12 @@ class Prepared:
     counts: list[int]
     ambiguous: int
     source: RegimeSlice = field(repr=False, compare=False)
-    _vertices: dict[int, VertexReport] = field(default_factory=dict, compare=False,
-                                               repr=False)
-    _coords: dict[Transforms, np.ndarray] = field(default_factory=dict, compare=False,
-                                                  repr=False)
-    _lines: dict[Transforms, Line] = field(default_factory=dict, compare=False, repr=False)
+    _vertices: dict[int, VertexReport] = field(default_factory=dict, init=False,
+                                               compare=False, repr=False)
+    _coords: dict[Transforms, np.ndarray] = field(default_factory=dict, init=False,
+                                                  compare=False, repr=False)
+    _lines: dict[Transforms, Line] = field(default_factory=dict, init=False, compare=False,
+                                           repr=False)
     """Built on first use, read only afterwards: every target of the regime shares them."""
 
     def merged(self, i: int) -> tuple[MeasuredRow, int]:
