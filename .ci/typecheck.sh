@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# mypy over the checkout as it is. setuptools' package-dir maps store/ -> profstore,
-# ingest/ -> profstore.ingest and migrations/ -> profstore.migrations, which mypy cannot
-# follow from the source folders; ./dev.sh installs the package in strict editable mode, a
+# mypy over the checkout as it is: the package and the benchmarks in bench/. setuptools'
+# package-dir maps store/ -> profstore, ingest/ -> profstore.ingest and migrations/ ->
+# profstore.migrations, which mypy cannot follow from the source folders; ./dev.sh installs the package in strict editable mode, a
 # tree of links to the checked-out files under build/ that the virtualenv's .pth puts on
 # sys.path, and mypy reads the package there (an error's path is a link to the source file).
 # Usage: .ci/typecheck.sh [python]   (default: $PROFSTORE_VENV/bin/python or .venv/bin/python)
@@ -13,4 +13,4 @@ if ! "$PY" -c "import profstore, sys; sys.exit('__editable__' not in profstore._
   echo "typecheck: profstore is not installed in strict editable mode (run ./dev.sh test)" >&2
   exit 1
 fi
-"$PY" -m mypy --config-file pyproject.toml -p profstore
+"$PY" -m mypy --config-file pyproject.toml -p profstore -p bench

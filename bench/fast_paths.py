@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from profstore import LeafOp, Store
 from profstore.lookup import base_exact
@@ -66,6 +67,7 @@ def counted(owner: Any, name: str, counts: dict[str, int]) -> Iterator[None]:
     original = owner.__dict__[name]
     if isinstance(original, property):
         getter = original.fget
+        assert getter is not None
 
         def counting_property(self: Any) -> Any:
             counts[name] = counts.get(name, 0) + 1
@@ -194,14 +196,9 @@ def recorded(signatures: list[tuple[int, str, int | None]]) -> Iterator[None]:
         signatures.append((id(leaf), kernel, entry.tc_input_count))
         _signature_args.append((leaf, entry, kernel))
         return original(leaf, entry, kernel)
-    users = [m for m in (base_exact, generic) if hasattr(m, "target_signature")]
-    for module in users:
-        module.target_signature = recording
-    try:
+    with patch.object(base_exact, "target_signature", recording), \
+            patch.object(generic, "target_signature", recording):
         yield
-    finally:
-        for module in users:
-            module.target_signature = original
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -259,7 +259,7 @@ def per_lookup(db: str, workloads: str, reps: int) -> dict[str, Any]:
 
 
 def again(spec: dict[str, Any]) -> dict[str, Any]:
-    """The per-lookup figures of ``lookups`` once more (``bench_rounds``)."""
+    """The per-lookup figures of ``lookups`` once more (``bench/probe_rounds.py``)."""
     out = per_lookup(spec["db"], spec["workloads"], spec["reps"])
     del out["answers"]
     return out

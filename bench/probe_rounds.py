@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import trees as bench
+from bench.trees import WORKLOADS, BenchOptions, Tree, database_path, ingest_corpus, probe
 
 MEDIAN_KEYS = ("uncached_exact_us", "uncached_interp_1d_us", "regime_cached_1d_us",
                "warm_exact_us")
@@ -26,7 +26,7 @@ STATS_KEYS = ("stream_us", "stream_1d_uncached_us")
 """Summaries (mean, median, p90, max) reported stat by stat over the rounds."""
 
 
-def measure_rounds(options: bench.BenchOptions, trees: Sequence[bench.Tree],
+def measure_rounds(options: BenchOptions, trees: Sequence[Tree],
                    measured: dict[str, dict[str, Any]], workdir: Path,
                    log: Callable[[str], None]) -> None:
     """``options.rounds`` more measurements of every tree, folded into ``measured``."""
@@ -34,11 +34,11 @@ def measure_rounds(options: bench.BenchOptions, trees: Sequence[bench.Tree],
     for number in range(options.rounds):
         for tree in trees if number % 2 == 0 else trees[::-1]:
             log(f"{tree.label}: round {number + 2} of {options.rounds + 1} …")
-            db = bench.database_path(workdir, tree, 1)
-            again = bench.probe(tree, {"task": "again", "db": str(db), "reps": options.reps,
-                                       "workloads": str(bench.WORKLOADS)})
+            db = database_path(workdir, tree, 1)
+            again = probe(tree, {"task": "again", "db": str(db), "reps": options.reps,
+                                       "workloads": str(WORKLOADS)})
             if not options.quick:
-                again["corpus_ingest_s"] = bench.ingest_corpus(options.root, tree, workdir,
+                again["corpus_ingest_s"] = ingest_corpus(options.root, tree, workdir,
                                                                log)["ingest_s"]
             taken[tree.label].append(again)
     for tree in trees:

@@ -10,18 +10,18 @@ from typing import Any
 
 from profstore.ingest.discover import VLLM
 
-from bench import trees as bench
 from bench.probe import VERSION
+from bench.trees import QUICK_KERNELS, BenchOptions, Tree, probe, stage
 
 
-def reingest_figures(options: bench.BenchOptions, tree: bench.Tree, workdir: Path, db: Path,
+def reingest_figures(options: BenchOptions, tree: Tree, workdir: Path, db: Path,
                      fresh_s: float, log: Callable[[str], None]) -> dict[str, Any]:
     """Re-ingest ``db``'s v0.18 (one copy, as ``build`` staged it) with one CSV changed,
     by the tree's own code: the version is deleted and loaded again in one transaction."""
-    kernels = bench.QUICK_KERNELS if options.quick else None
-    staged = bench.stage(options.root, workdir / f"changed-{tree.fingerprint}", 1, kernels)
+    kernels = QUICK_KERNELS if options.quick else None
+    staged = stage(options.root, workdir / f"changed-{tree.fingerprint}", 1, kernels)
     changed = sorted(staged.glob(f"*/{VLLM}/*/*.csv"))[0]
     changed.write_bytes(changed.read_bytes() + b"\r\n")  # new bytes, the same rows
     log(f"{tree.label}: re-ingesting the changed {VERSION} …")
-    figures = bench.probe(tree, {"task": "ingest", "root": str(staged), "db": str(db)})
+    figures = probe(tree, {"task": "ingest", "root": str(staged), "db": str(db)})
     return {"reingest_s": figures["ingest_s"], "reingest_ratio": figures["ingest_s"] / fresh_s}

@@ -9,7 +9,7 @@ content hash, the scale and a fingerprint of the code (a change in ingest or pat
 rebuilds it, replacing the old build); a reused build reports the ingest time measured
 when it was built. The v0.18 database itself is ingested afresh in every run.
 
-Every measurement runs ``bench_probe`` in a fresh interpreter, so cold open and peak RSS
+Every measurement runs ``bench/probe.py`` in a fresh interpreter, so cold open and peak RSS
 are per database, and the baseline is timed by the very same probe: its revision is
 exported with ``git archive`` into a directory laid out as the ``profstore`` package and
 put first on ``PYTHONPATH``. "Uncached" means the Store's caches are emptied before every
@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.probe import TARGETS, VERSION
+from bench.probe_rounds import measure_rounds
+from bench.reingest import reingest_figures
 from bench.trees import (
     MEASUREMENT_KEYS,
     WORKLOADS,
@@ -50,8 +52,7 @@ def measure_tree(options: BenchOptions, tree: Tree, workdir: Path, scale: int,
     out: dict[str, Any] = {}
     for label, copies in (("base", 1), ("scaled", scale)):
         db, figures = build(options, tree, workdir, copies, log)
-        if copies == 1:  # imported here: bench_reingest builds on this module
-            from bench.reingest import reingest_figures
+        if copies == 1:
             figures.update(reingest_figures(options, tree, workdir, db, figures["ingest_s"],
                                             log))
         log(f"{tree.label}: measuring the {label} database …")
@@ -171,7 +172,6 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = lambda _: None
         if options.baseline:
             trees.insert(0, export_tree(options.baseline, work / "baseline"))
         measured = {t.label: measure_tree(options, t, work, scale, log) for t in trees}
-        from bench.probe_rounds import measure_rounds  # builds on this module
 
         measure_rounds(options, trees, measured, work, log)
     current = measured["current"]

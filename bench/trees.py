@@ -61,7 +61,7 @@ class BenchOptions:
 
     @property
     def rounds(self) -> int:
-        """Measurements of the per-lookup figures after the first (``bench_rounds``)."""
+        """Measurements of the per-lookup figures after the first (``bench/probe_rounds.py``)."""
         return 1 if self.quick else 4
 
 
@@ -146,7 +146,7 @@ def export_tree(revision: str, dest: Path) -> Tree:
 
 
 def probe(tree: Tree, spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one ``bench_probe`` task in a fresh interpreter on ``tree``'s code."""
+    """Run one ``bench/probe.py`` task in a fresh interpreter on ``tree``'s code."""
     env = dict(os.environ)
     if tree.lib is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree.lib), *filter(None, [
