@@ -65,23 +65,28 @@ def median_us(fn: Callable[[], Any], repeat: int = 2000) -> float:
 def counted(owner: Any, name: str, counts: dict[str, int]) -> Iterator[None]:
     """Count the calls of ``owner.name`` (a function or a property) while inside."""
     original = owner.__dict__[name]
-    if isinstance(original, property):
-        getter = original.fget
-        assert getter is not None
+    inner = original.fget if isinstance(original, property) else original
+    assert inner is not None
 
-        def counting_property(self: Any) -> Any:
-            counts[name] = counts.get(name, 0) + 1
-            return getter(self)
-        setattr(owner, name, property(counting_property))
-    else:
-        def counting(*args: Any, **kwargs: Any) -> Any:
-            counts[name] = counts.get(name, 0) + 1
-            return original(*args, **kwargs)
-        setattr(owner, name, counting)
-    try:
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        counts[name] = counts.get(name, 0) + 1
+        return inner(*args, **kwargs)
+    with patch.object(owner, name, property(counting) if isinstance(original, property)
+                      else counting):
         yield
-    finally:
-        setattr(owner, name, original)
+
+
+@contextmanager
+def recorded(calls: list[tuple[Any, Any, str]]) -> Iterator[None]:
+    """Record the arguments of every target signature the lookups compute."""
+    original = exact_keys.target_signature
+
+    def recording(leaf: Any, entry: Any, kernel: str) -> Any:
+        calls.append((leaf, entry, kernel))
+        return original(leaf, entry, kernel)
+    with patch.object(base_exact, "target_signature", recording), \
+            patch.object(generic, "target_signature", recording):
+        yield
 
 
 def stream_mean_us(db: str, leaves: list[Any]) -> float:
@@ -94,11 +99,37 @@ def stream_mean_us(db: str, leaves: list[Any]) -> float:
         return (time.perf_counter() - started) / len(leaves) * 1e6
 
 
+def statement_us(store: Store) -> tuple[float, float]:
+    """One regime-pack read on the DBAPI cursor, and through ``Connection.execute``."""
+    engine = store.engine
+    with engine.connect() as conn:
+        regime = conn.execute(select(t.regime.c.profile_id, t.regime.c.kernel_type,
+                                     t.regime.c.path, t.regime.c.regime_key).limit(1)).one()
+        params = dict(profile=regime[0], kernel=regime[1], path=regime[2], regime=regime[3])
+        statement = queries._REGIME_PACK
+        compiled = statement._for(engine.dialect)
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        bound: Any = (tuple(params[name] for name in compiled.order)
+                      if compiled.order is not None else params)
+
+        def dbapi() -> Any:
+            cursor = raw.cursor()
+            cursor.execute(compiled.sql, bound)
+            rows = cursor.fetchall()
+            cursor.close()
+            return rows
+
+        return (median_us(dbapi, 500),
+                median_us(lambda: conn.execute(statement.stmt, params).all(), 500))
+
+
 def measure(db: str, workloads: Path) -> list[Saving]:
     leaves = stream_leaves(str(workloads))
-    counts: dict[str, int] = {}
+    n = len(leaves)
     lookup_us = statistics.median(stream_mean_us(db, leaves) for _ in range(5))
-    signatures: list[tuple[int, str, int | None]] = []
+    counts: dict[str, int] = {}
+    signatures: list[tuple[Any, Any, str]] = []
     with Store.open(db) as store:
         store.lookup(leaves[0], VERSION)
         warm_us = median_us(lambda: store.lookup(leaves[0], VERSION), 500)
@@ -109,52 +140,28 @@ def measure(db: str, workloads: Path) -> list[Saving]:
             store.profile(VERSION)
             for leaf in leaves:
                 store.lookup(leaf, VERSION)
-        engine = store.engine
-        with engine.connect() as conn:
-            regime = conn.execute(select(t.regime.c.profile_id, t.regime.c.kernel_type,
-                                         t.regime.c.path, t.regime.c.regime_key).limit(1)).one()
-            params = dict(profile=regime[0], kernel=regime[1], path=regime[2],
-                          regime=regime[3])
-            statement = queries._REGIME_PACK
-            compiled = statement._for(engine.dialect)
-            raw = conn.connection.dbapi_connection
-            assert raw is not None
-
-            bound: Any = (tuple(params[name] for name in compiled.order)
-                          if compiled.order is not None else params)
-
-            def dbapi() -> Any:
-                cursor = raw.cursor()
-                cursor.execute(compiled.sql, bound)
-                rows = cursor.fetchall()
-                cursor.close()
-                return rows
-
-            fast_sql = median_us(dbapi, 500)
-            slow_sql = median_us(lambda: conn.execute(statement.stmt, params).all(), 500)
+        fast_sql, slow_sql = statement_us(store)
     leaf = leaves[len(leaves) // 2]
     hash(leaf)
     fields = (leaf.op, leaf.args, leaf.kwargs, leaf.outputs, leaf.context)
+    kept_hash, new_hash = median_us(lambda: hash(leaf)), median_us(lambda: hash(fields))
     extraction = base.Extraction({"dtype": "DT_BF16", "format": "ND", "hidden": 7168},
                                  (128.0,))
-    memo = {"regime_key": extraction.regime_key}
-    n = len(leaves)
-    repeats = len(signatures) - len(set(signatures))
-    every = list(_signature_args)
-    signature_us = median_us(lambda: [exact_keys.target_signature(*a) for a in every],
-                             20) / len(every)
+    memo = {"kept": extraction.regime_key}
+    memo_read = median_us(lambda: memo.get("kept"))
+    keys = [(id(leaf), kernel, entry.tc_input_count) for leaf, entry, kernel in signatures]
+    signature_us = median_us(lambda: [exact_keys.target_signature(*a) for a in signatures],
+                             20) / len(signatures)
     return [
         Saving("DBAPI statements", fast_sql, slow_sql, counts.get("rows", 0) / n, lookup_us),
-        Saving("leaf hash kept on the leaf", median_us(lambda: hash(leaf)),
-               median_us(lambda: hash(fields)), counts.get("__hash__", 0) / n, lookup_us),
-        Saving("leaf hash, warm lookup", median_us(lambda: hash(leaf)),
-               median_us(lambda: hash(fields)), 1.0, warm_us),
-        Saving("regime-key memo (reverted)", median_us(lambda: memo.get("regime_key")),
-               median_us(lambda: extraction.regime_key),
+        Saving("leaf hash kept on the leaf", kept_hash, new_hash,
+               counts.get("__hash__", 0) / n, lookup_us),
+        Saving("leaf hash, warm lookup", kept_hash, new_hash, 1.0, warm_us),
+        Saving("regime-key memo (reverted)", memo_read, median_us(lambda: extraction.regime_key),
                counts.get("regime_key", 0) / n, lookup_us),
         regime_text_cache(db),
-        Saving("signature memo (reverted)", median_us(lambda: memo.get("regime_key")),
-               signature_us, repeats / n, lookup_us),
+        Saving("signature memo (reverted)", memo_read, signature_us,
+               (len(keys) - len(set(keys))) / n, lookup_us),
     ]
 
 
@@ -166,39 +173,20 @@ def spelled(regime: Any) -> str:
 def regime_text_cache(db: str, sweep: int = 300, rounds: int = 6) -> Saving:
     """The text cache of ``regime_key`` on the lookups it serves most: a 1-D sweep in a
     regime already read (RmsNorm tokens 67 ..), with and without it, alternating."""
-    kept = base.regime_key
     times: dict[bool, list[float]] = {True: [], False: []}
     leaves = [LeafOp.from_json(rms_norm(tokens)) for tokens in range(67, 67 + sweep)]
     with Store.open(db) as store:
         for n in range(rounds):
             for cached in (n % 2 == 0, n % 2 == 1):
-                base.regime_key = kept if cached else spelled
-                store.clear_cache()
-                store.lookup(LeafOp.from_json(rms_norm(66)), VERSION)
-                started = time.perf_counter()
-                for leaf in leaves:
-                    store.lookup(leaf, VERSION)
-                times[cached].append((time.perf_counter() - started) / sweep * 1e6)
-        base.regime_key = kept
+                with patch.object(base, "regime_key", base.regime_key if cached else spelled):
+                    store.clear_cache()
+                    store.lookup(LeafOp.from_json(rms_norm(66)), VERSION)
+                    started = time.perf_counter()
+                    for leaf in leaves:
+                        store.lookup(leaf, VERSION)
+                    times[cached].append((time.perf_counter() - started) / sweep * 1e6)
     fast, slow = statistics.median(times[True]), statistics.median(times[False])
     return Saving("regime-key text cache, 1-D", fast, slow, 1.0, slow)
-
-
-_signature_args: list[tuple[Any, ...]] = []
-
-
-@contextmanager
-def recorded(signatures: list[tuple[int, str, int | None]]) -> Iterator[None]:
-    """Record every target signature the lookups compute: (leaf, kernel, input count)."""
-    original = exact_keys.target_signature
-
-    def recording(leaf: Any, entry: Any, kernel: str) -> Any:
-        signatures.append((id(leaf), kernel, entry.tc_input_count))
-        _signature_args.append((leaf, entry, kernel))
-        return original(leaf, entry, kernel)
-    with patch.object(base_exact, "target_signature", recording), \
-            patch.object(generic, "target_signature", recording):
-        yield
 
 
 def main(argv: list[str] | None = None) -> None:
