@@ -5,6 +5,7 @@ Every tests/**/*.py is parsed with ``ast``."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -38,10 +39,16 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+@cache
+def parsed() -> tuple[tuple[Path, ast.AST], ...]:
+    """Every tests/**/*.py and its syntax tree, parsed once for both tests."""
+    return tuple((path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+                 for path in sorted(TESTS.rglob("*.py")))
+
+
 def test_no_test_module_imports_from_another_test_module():
     offences = []
-    for path in sorted(TESTS.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for path, tree in parsed():
         for line, module in imported_modules(tree):
             if is_test_module(module):
                 offences.append(f"{path.relative_to(TESTS.parent)}:{line} imports {module}")
@@ -52,8 +59,7 @@ def test_no_test_module_imports_from_another_test_module():
 
 def test_nothing_imports_from_a_conftest_module():
     offences = []
-    for path in sorted(TESTS.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for path, tree in parsed():
         for line, module in imported_modules(tree):
             if is_conftest(module):
                 offences.append(f"{path.relative_to(TESTS.parent)}:{line} imports {module}")
