@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a newcomer:
 #   ./dev.sh demo    set up a virtualenv, generate the demo profiling data, ingest it, inspect, look up
-#   ./dev.sh test    set up the virtualenv, type-check the checkout (.ci/typecheck.sh), check the
-#                    layering contract (lint-imports, pyproject.toml) and run the whole test
-#                    suite on SQLite; when
+#   ./dev.sh test    set up the virtualenv, type-check the checkout (.ci/typecheck.sh) and run
+#                    the whole test suite on SQLite (tests/meta/test_layering.py runs
+#                    lint-imports on the layering contract in pyproject.toml); when
 #                    PROFSTORE_TEST_PG_URL is set (.ci/run sets it), run the database-backed
 #                    folders again on PostgreSQL (--backend postgresql; unit tests and the
 #                    pure parser fuzzers are backend-independent and run once; the JUnit
@@ -39,7 +39,6 @@ case "${1:-}" in
     setup
     shift
     bash .ci/typecheck.sh "$VENV/bin/python"
-    "$VENV/bin/lint-imports"
     "$VENV/bin/python" -m pytest -q "$@"
     if [ "$#" -eq 0 ]; then
       echo "== benchmark smoke runs (-m bench) =="
