@@ -20,23 +20,10 @@ from profstore.storage import schema as t
 from sqlalchemy import Select, select
 
 
-class PointRow(NamedTuple):
-    """One stored point as ``point_rows`` selects it (after the regime id)."""
-
-    sample_id: int
-    latency_us: float
-    latency_column: str
-    line_no: int
-    file_name: str
-    axis_0: float | None
-    axis_1: float | None
-    axis_2: float | None
-    semantic_key: str | None
-    point_id: int
-
-
 def point_rows() -> Select:
-    """Every stored point: its regime id, then a ``PointRow``'s columns in its order."""
+    """Every stored point: its regime id, then a point row's columns (sample id, latency,
+    latency column, line, kernel file, axes 0-2, semantic key, point id), the order
+    ``PointColumns.of_rows`` unpacks."""
     p, s, f = t.point.c, t.sample_table.c, t.kernel_file.c
     return (select(p.regime_id, p.sample_id, s.latency_us, s.latency_column, s.line_no,
                    f.file_name, p.axis_0, p.axis_1, p.axis_2, p.semantic_key, p.id)
@@ -225,7 +212,7 @@ class PointColumns:
     @classmethod
     def of_rows(cls, fetched_rows: Sequence[Sequence[Any]],
                 regime_ids: Sequence[int] | None = None) -> PointColumns:
-        """From point rows (``PointRow``'s fields in order) of one regime, or of the regime
+        """From point rows (``point_rows``' columns after the regime id) of one regime, or of the regime
         each of ``regime_ids`` names."""
         (sample_ids, latency, columns, lines, files, axis_0, axis_1, axis_2, semantic,
          point_ids) = zip(*fetched_rows)
@@ -285,7 +272,7 @@ def _single_codes(codes: np.ndarray, starts: np.ndarray) -> list[int | None]:
 
 
 def build_slice(fetched_rows: Sequence[Sequence[Any]]) -> RegimeSlice:
-    """A slice from point rows (``PointRow``'s fields in order) in any order."""
+    """A slice from point rows (``point_rows``' columns after the regime id) in any order."""
     if not fetched_rows:
         empty = np.empty(0)
         none = Categories((), np.empty(0, dtype=np.int64))
