@@ -212,8 +212,8 @@ class PointColumns:
     @classmethod
     def of_rows(cls, fetched_rows: Sequence[Sequence[Any]],
                 regime_ids: Sequence[int] | None = None) -> PointColumns:
-        """From point rows (``point_rows``' columns after the regime id) of one regime, or of the regime
-        each of ``regime_ids`` names."""
+        """From point rows (``point_rows``' columns after the regime id) of one regime, or
+        of the regime each of ``regime_ids`` names."""
         (sample_ids, latency, columns, lines, files, axis_0, axis_1, axis_2, semantic,
          point_ids) = zip(*fetched_rows)
         regimes = np.zeros(len(fetched_rows), dtype=np.int64) if regime_ids is None else \
