@@ -30,7 +30,7 @@ from profstore.storage import queries
 from profstore.storage import schema as t
 from sqlalchemy import select
 
-from bench.probe import VERSION, rms_norm, stream_leaves
+from bench.probe import VERSION, realistic_stream, rms_norm, stream_leaves
 from bench.trees import WORKLOADS
 
 
@@ -89,16 +89,6 @@ def recorded(calls: list[tuple[Any, Any, str]]) -> Iterator[None]:
         yield
 
 
-def stream_mean_us(db: str, leaves: list[Any]) -> float:
-    """The realistic stream's mean lookup: every leaf once, on a fresh Store."""
-    with Store.open(db) as store:
-        store.profile(VERSION)  # the mapping loaded, as in a running simulator
-        started = time.perf_counter()
-        for leaf in leaves:
-            store.lookup(leaf, VERSION)
-        return (time.perf_counter() - started) / len(leaves) * 1e6
-
-
 def statement_us(store: Store) -> tuple[float, float]:
     """One regime-pack read on the DBAPI cursor, and through ``Connection.execute``."""
     engine = store.engine
@@ -127,7 +117,8 @@ def statement_us(store: Store) -> tuple[float, float]:
 def measure(db: str, workloads: Path) -> list[Saving]:
     leaves = stream_leaves(str(workloads))
     n = len(leaves)
-    lookup_us = statistics.median(stream_mean_us(db, leaves) for _ in range(5))
+    lookup_us = statistics.median(realistic_stream(db, None, str(workloads))["stream_us"]["mean"]
+                                  for _ in range(5))
     counts: dict[str, int] = {}
     signatures: list[tuple[Any, Any, str]] = []
     with Store.open(db) as store:
