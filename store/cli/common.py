@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the option builders here serve --help, which opens no datab
     from sqlalchemy.engine import Row
 
 DB_ENV = "PROFSTORE_DB"
-DEFAULT_DB = "profstore.storage.engines"
+DEFAULT_DB = "profstore.db"
 
 
 class CliError(Exception):

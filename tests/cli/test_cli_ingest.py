@@ -145,3 +145,24 @@ def test_subprocess_user_error_has_no_traceback(tmp_path: Path):
     assert done.stdout == ""
     assert done.stderr == (f"profstore: error: no database at {tmp_path / 'missing.db'}; "
                            f"run `profstore ingest PATH --db {tmp_path / 'missing.db'}` first\n")
+
+
+def test_a_verb_without_db_creates_profstore_db_in_the_current_folder(capsys, tmp_path,
+                                                                       monkeypatch):
+    """The default database is the file ``profstore.db`` in the working folder (not a module
+    name a rename could rewrite), and ``--help`` says so."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROFSTORE_DB", raising=False)
+    code, out, err = run(capsys, "db", "upgrade")
+    assert (code, err) == (0, "")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["profstore.db"]
+    assert out.startswith(f"sqlite:///{tmp_path / 'profstore.db'}: upgraded from an empty")
+    help_text = subprocess.run(
+        [sys.executable, "-m", "profstore", "ingest", "--help"], capture_output=True,
+        text=True, check=True).stdout
+    assert "else profstore.db)" in " ".join(help_text.split())
+
+
+def test_alembic_ini_names_the_default_database():
+    manual = (REPO / "alembic.ini").read_text().splitlines()[0]
+    assert manual == "# Manual use: alembic -x db=sqlite:///profstore.db upgrade head"
