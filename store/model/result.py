@@ -23,6 +23,9 @@ class QuerySource(str, enum.Enum):
     MEASURED = "MEASURED"
     INTERPOLATED = "INTERPOLATED"
     PARTIAL = "PARTIAL"
+    CALIBRATED = "CALIBRATED"
+    """Not a lookup's: TensorCast's analytic answer times an op class's calibration, only
+    under ``profstore tensorcast --calibrated-fallbacks`` (profstore.tensorcast.calibrated)."""
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, enum.Enum) and not isinstance(other, QuerySource):

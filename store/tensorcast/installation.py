@@ -20,7 +20,10 @@ import os
 from time import perf_counter
 from typing import Any
 
+from profstore.tensorcast import calibrated
+from profstore.tensorcast.calibrated import ClassCalibration
 from profstore.tensorcast.data_source import ProfstoreDataSource
+from profstore.tensorcast.ledger import Kind, ModelLedger, PricedOp, config_of
 from profstore.tensorcast.metered import MeteredDataSource
 from profstore.tensorcast.run_stats import Recorder
 from profstore.tensorcast.settings import Settings
@@ -103,11 +106,12 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
     try:
         metered = MeteredDataSource(_data_source(settings, user_input), stats)
         source: Any = metered
+        comparing = None
         if settings.compare_dir is not None:
             from profstore.tensorcast.compare import ComparingDataSource
 
-            source = ComparingDataSource(metered, settings.compare_dir, user_input,
-                                         device_profile, settings.run_dir)
+            source = comparing = ComparingDataSource(metered, settings.compare_dir, user_input,
+                                                     device_profile, settings.run_dir)
     except Exception as error:  # upstream's search would log it and skip the configuration
         stats.errors.append(f"{type(error).__name__}: {error}")
         recorder().flush()
@@ -119,12 +123,21 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
 
         source, fallback, record = drawn_source.attach(settings, user_input, source,
                                                        fallback, metered)
-    model = counted_model_class()(device_profile, source, fallback, metered)
+    ledger = ModelLedger(config_of(user_input))
+    stats.models.append(ledger)
+    model = counted_model_class()(device_profile, source, fallback, metered, ledger,
+                                  _calibrations(settings), comparing)
     if record is not None:
         model.process_op = drawn_source.counting(model.process_op, record)
     stats.data_sources += 1
     stats.setup_seconds += perf_counter() - start
     return model
+
+
+def _calibrations(settings: Settings) -> dict[str, ClassCalibration]:
+    """The calibrations that price fallbacks (``--calibrated-fallbacks``; else none)."""
+    return {name: ClassCalibration.from_json(data)
+            for name, data in (settings.calibration or {}).items()}
 
 
 def _data_source(settings: Settings, user_input: Any) -> ProfstoreDataSource:
@@ -146,23 +159,45 @@ def counted_model_class() -> type:
 
     class CountedEmpiricalModel(EmpiricalPerformanceModel):
         def __init__(self, device_profile: Any, data_source: Any, fallback_model: Any,
-                     metered: MeteredDataSource) -> None:
+                     metered: MeteredDataSource, ledger: ModelLedger,
+                     calibrations: dict[str, ClassCalibration], comparing: Any) -> None:
             EmpiricalPerformanceModel.__init__(self, device_profile, data_source, fallback_model)
-            self._cache: dict[Any, Any] = {}
-            self._fallbacks: dict[Any, Any] = {}
+            self._cache: dict[Any, tuple[Any, PricedOp, Any]] = {}
             self._metered = metered
+            self._ledger = ledger
+            self._calibrations = calibrations
+            self._comparing = comparing
 
         def process_op(self, op_invoke_info: Any) -> Any:
             key = op_invoke_info.cache_key
-            if key not in self._cache:
-                result = EmpiricalPerformanceModel.process_op(self, op_invoke_info)
-                self._cache[key] = result
-                self._fallbacks[key] = self._metered.fallback(result.execution_time_s * 1e6)
+            found = self._cache.get(key)
+            if found is None:
+                found = self._cache[key] = self._price(op_invoke_info, key)
+            result, entry, fallback = found
             self._metered.stats.calls += 1
-            fallback = self._fallbacks[key]
+            entry.calls += 1
             if fallback is not None:
                 fallback.calls += 1
-            return self._cache[key]
+            return result
+
+        def _price(self, op_invoke_info: Any, key: Any) -> tuple[Any, PricedOp, Any]:
+            """Upstream's answer for a new op, its ledger entry and its fallback record."""
+            result = EmpiricalPerformanceModel.process_op(self, op_invoke_info)
+            latency_us = result.execution_time_s * 1e6
+            record = self.op_records[-1]
+            entry = self._metered.priced(record.func_name, latency_us,
+                                         record.analytic_latency_s * 1e6)
+            fallback = self._metered.fallback(latency_us)
+            theirs = self._comparing.last_upstream if self._comparing is not None else None
+            if theirs is not None:
+                entry.upstream_kind, entry.upstream_us = theirs.kind, theirs.latency_us
+                entry.upstream_reason = theirs.reason
+            found = self._calibrations.get(entry.op_class)
+            if found is not None and entry.kind is Kind.FALLBACK:
+                result, entry = calibrated.apply(result, entry, found)
+                fallback = None  # priced by its calibration, not by the analytic model
+            self._ledger.ops[str(key)] = entry
+            return result, entry, fallback
 
     CachingPerformanceModel.register(CountedEmpiricalModel)  # a virtual subclass: the
     # runtime's isinstance check passes, its constructor is not in the MRO
