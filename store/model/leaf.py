@@ -49,7 +49,8 @@ class TensorSpec:
     Examples:
         >>> from profstore import TensorSpec
         >>> TensorSpec([64, 7168], "torch.bfloat16", "nd")
-        TensorSpec(shape=(64, 7168), dtype='bfloat16', format='ND', values=None, format_defaulted=False)
+        TensorSpec(shape=(64, 7168), dtype='bfloat16', format='ND', values=None,
+                   format_defaulted=False)
         >>> TensorSpec([2], "int64", values=[1, 2, 3])
         Traceback (most recent call last):
         ValueError: values: length 3 != numel 2 of [2]
@@ -422,7 +423,8 @@ class LeafOp:
             >>> from profstore import LeafOp
             >>> LeafOp("aten.mm.default", args=[{"shape": [2, 3], "dtype": "float16"}],
             ...        kwargs={"alpha": 1}).to_json()
-            {'op': 'aten.mm.default', 'args': [{'shape': [2, 3], 'dtype': 'float16'}], 'kwargs': {'alpha': 1}, 'outputs': []}
+            {'op': 'aten.mm.default', 'args': [{'shape': [2, 3], 'dtype': 'float16'}],
+             'kwargs': {'alpha': 1}, 'outputs': []}
         """
         out: dict[str, Any] = {
             "op": self.op,

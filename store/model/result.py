@@ -187,7 +187,8 @@ class QueryResult:
         Examples:
             >>> from profstore import QueryResult, Reason
             >>> QueryResult.miss(Reason.UNMAPPED, op="aten.nonexistent.default").as_dict()
-            {'latency_us': None, 'source': None, 'reason': 'unmapped', 'confidence': 0.0, 'details': {'op': 'aten.nonexistent.default'}}
+            {'latency_us': None, 'source': None, 'reason': 'unmapped', 'confidence': 0.0,
+             'details': {'op': 'aten.nonexistent.default'}}
         """
         return {
             "latency_us": self.latency_us,
@@ -213,7 +214,9 @@ class QueryResult:
         Examples:
             >>> from profstore import QueryResult, Reason
             >>> QueryResult.miss(Reason.OUTSIDE_RANGE, message="above 4096")
-            QueryResult(latency_us=None, source=None, confidence=0.0, reason=<Reason.OUTSIDE_RANGE: 'outside_range'>, details={'message': 'above 4096'})
+            QueryResult(latency_us=None, source=None, confidence=0.0,
+                        reason=<Reason.OUTSIDE_RANGE: 'outside_range'>,
+                        details={'message': 'above 4096'})
         """
         return cls(None, None, 0.0, reason, dict(details))
 

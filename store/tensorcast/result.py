@@ -139,7 +139,8 @@ class TensorCastResult(QueryResult):
             >>> result = QueryResult.measured(5.0, method="base_exact",
             ...                               matched_rows=[{"file": "MatMulV2.csv", "line": 12}])
             >>> TensorCastResult.of(result, leaf, lambda file, line: [[128, 7168]]).shape_match_info
-            ShapeMatchInfo(simulation_shapes=[[200, 7168]], kernel_shapes=[[128, 7168]], shape_match_rule='base_exact')
+            ShapeMatchInfo(simulation_shapes=[[200, 7168]], kernel_shapes=[[128, 7168]],
+                           shape_match_rule='base_exact')
         """
         shapes_of = row_shapes or _no_shapes
         simulation = simulation_shapes(leaf) if leaf is not None else []

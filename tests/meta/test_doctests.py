@@ -10,7 +10,6 @@ from __future__ import annotations
 import doctest
 import importlib
 import importlib.util
-from pathlib import Path
 
 import pytest
 
