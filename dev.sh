@@ -10,6 +10,8 @@
 #                    report of that pass goes to $PROFSTORE_PG_REPORT when set: .ci/with-postgres
 #                    fails a run without one)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
+#   ./dev.sh docs    set up and build the documentation site into site/ (mkdocs build --strict;
+#                    the test suite builds it too: tests/meta/test_api_reference.py)
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
@@ -27,7 +29,7 @@ setup() {
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   # strict editable mode: a link tree of the checkout under build/, which mypy and
   # import-linter read like any installed package (docs/adr/0097-strict-editable-install.md)
-  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}" \
+  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast,docs]}" \
     --config-settings editable_mode=strict
 }
 
@@ -54,10 +56,13 @@ case "${1:-}" in
         "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "${PG_TESTS[@]}"
       fi
     fi ;;
+  docs)
+    setup ".[docs]"
+    "$VENV/bin/python" -m mkdocs build --strict ;;
   bench)
     setup
     "$VENV/bin/python" -m bench --root "${2:-../shared/perfdb}" ;;
   *)
-    echo "usage: ./dev.sh demo|test|bench" >&2
+    echo "usage: ./dev.sh demo|test|bench|docs" >&2
     exit 2 ;;
 esac

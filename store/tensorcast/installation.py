@@ -38,9 +38,40 @@ def install(db: str | os.PathLike[str], version: str, *,
             format_policy: dict[str, Any] | None = None,
             run_dir: str | None = None, compare_dir: str | None = None,
             regime_policy: dict[str, Any] | None = None) -> Settings:
-    """Make every ``ModelRunner`` this process builds use profstore; returns the settings
-    (``to_environment()`` hands them to worker processes). The database and the version
-    are checked here: a ``ValueError`` names what is wrong before anything runs."""
+    """Make every ``ModelRunner`` this process builds use profstore.
+
+    The database and the version are checked here, before anything runs. TensorCast
+    (``tensor_cast``) must be importable.
+
+    Args:
+        db: a SQLite file path or SQLAlchemy URL.
+        version: the version to answer from.
+        context: ``LeafContext`` fields for every leaf (EP and TP sizes come from each
+            configuration's parallel config).
+        format_policy: formats stated for tensors that state none.
+        run_dir: a folder for the run's statistics (``profstore tensorcast`` sums them).
+        compare_dir: a profiling folder for upstream's own CSV data source, asked beside
+            profstore for every op (``--compare``).
+        regime_policy: stated regime equivalences.
+
+    Returns:
+        The settings (``to_environment()`` hands them to worker processes).
+
+    Raises:
+        ValueError: an unknown version, a bad context field or a policy the version
+            refutes.
+        FileNotFoundError: no database at ``db``.
+        ModuleNotFoundError: TensorCast is not importable.
+
+    Examples:
+        >>> from tensor_cast.core.model_runner import ModelRunner
+        >>> settings = install(demo_db, "v0.18", context={"phase": "decode"})
+        >>> settings.version, settings.context
+        ('v0.18', {'phase': 'decode'})
+        >>> ModelRunner.create_performance_models.__module__
+        'profstore.tensorcast.installation'
+        >>> uninstall()
+    """
     settings = Settings(os.fspath(db), version, dict(context or {}), format_policy,
                         run_dir, compare_dir, regime_policy)
     check(settings)
@@ -67,6 +98,20 @@ def install_settings(settings: Settings) -> None:
 
 
 def uninstall() -> None:
+    """Give ``ModelRunner`` back upstream's own performance-model factory.
+
+    Nothing happens when profstore is not installed.
+
+    Raises:
+        ModuleNotFoundError: TensorCast is not importable.
+
+    Examples:
+        >>> from tensor_cast.core.model_runner import ModelRunner
+        >>> settings = install(demo_db, "v0.18")
+        >>> uninstall()
+        >>> ModelRunner.create_performance_models.__module__
+        'tensor_cast.core.model_runner'
+    """
     from tensor_cast.core.model_runner import ModelRunner
 
     original = _ACTIVE.pop("original", None)
