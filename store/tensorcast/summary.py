@@ -10,6 +10,7 @@ from typing import Any
 
 from profstore.presentation.fallback_price import Price, PricedMiss, price_lines, prices
 from profstore.tensorcast import analytic_check, fallback_rows, time_split
+from profstore.tensorcast.check_report import check_lines
 from profstore.tensorcast.ranking import Ranked, matches
 from profstore.tensorcast.run_stats import Fallback, RunSummary
 
@@ -103,6 +104,7 @@ def render(summary: RunSummary, timing: Timing, best: Ranked | None = None,
             f"{r} {m['count']}" + _labels(r, m["tensorcast_labels"])
             for r, m in data["misses"].items()))
     lines += time_lines(data)
+    lines += check_lines(data["analytic_check"], top)
     lines += fallback_rows.lines(fallback_rows.rows(summary.fallbacks()),
                                  data["fallback_time_us"], top)
     lines += price_lines(_prices(summary.fallbacks()), "analytic", top)
