@@ -1,4 +1,4 @@
-"""The communication rows of the readers' fixture (tests/storage/conftest.py,
+"""The communication rows of the readers' fixture (tests.support.readers_fixture,
 ``ALL_REDUCE_ROWS``): all-reduce on 4 devices at 1000 B (10.0 us, line 2) and 2000 B
 (14.0 us, line 3), on 8 devices at 1000 B (20.0 us, line 4); tier 1."""
 
@@ -8,8 +8,8 @@ from profstore.storage.catalog import hccl_profile_id
 from profstore.storage.comm_samples import CommPoint, collective_points, comm_samples
 from profstore.storage.engines import make_engine
 
-from tests.storage.conftest import ALL_REDUCE
 from tests.support.perfdb import DEVICE
+from tests.support.readers_fixture import ALL_REDUCE
 
 
 def test_a_collectives_points_on_a_device_count(readers_db, conn):

@@ -6,8 +6,8 @@ from profstore.storage.catalog import hccl_profile_id
 from profstore.storage.points import point_samples
 from profstore.storage.provenance import stored_row
 
-from tests.storage.conftest import ALL_REDUCE
 from tests.support.perfdb import DEVICE
+from tests.support.readers_fixture import ALL_REDUCE
 
 
 def test_a_sample_is_found_by_file_and_line(conn, v18):
