@@ -20,10 +20,11 @@ from profstore.model.mapping import VersionMapping, merge_overlay
 from profstore.model.result import QueryResult, Reason
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
+    from profstore.storage.catalog import StoredVersion
     from profstore.storage.engines import ReadOnly
+    from profstore.storage.handles import Connection, Engine
     from profstore.storage.queries import CandidateQueries
     from profstore.storage.snapshot import Fingerprint, Generation
-    from sqlalchemy import Engine
 
 T = TypeVar("T")
 REFRESH_SECONDS = 1.0
@@ -506,12 +507,10 @@ class Store:
         return self._retrying(self._versions)
 
     def _versions(self) -> list[str]:
-        from profstore.storage import schema as t
-        from sqlalchemy import select
+        from profstore.storage.catalog import known_aliases
 
         with self.engine.connect() as conn:
-            return list(conn.execute(select(t.profile_set.c.alias).order_by(t.profile_set.c.id))
-                        .scalars())
+            return known_aliases(conn)
 
     def _load_profile(self, version: str) -> Profile | None:
         from profstore.storage.catalog import find_profile
@@ -544,30 +543,16 @@ def _options_key(leaf: LeafOp, version: str, interpolation: bool,
     return (leaf, version, options)
 
 
-def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
+def _comm_profile(conn: Connection, row: StoredVersion, mapping: VersionMapping) -> int | None:
     """The HCCL profile a version's ``communication_data_ref`` points at (same device);
     without the field (the older layout), the version itself when it holds communication
     CSVs of its own."""
-    from profstore.storage import schema as t
-    from sqlalchemy import select
+    from profstore.storage.catalog import has_comm_samples, hccl_profile_id
 
     ref = mapping.header.get("communication_data_ref")
     if not ref:
-        return _own_comm_profile(conn, row.id)
-    directory = PurePosixPath(str(ref).rstrip("/")).name
-    p = t.profile_set.c
-    found = conn.execute(select(p.id).where(
-        p.framework == "hccl", p.device == row.device, p.directory == directory)).first()
-    return found[0] if found else None
-
-
-def _own_comm_profile(conn, profile_id: int) -> int | None:
-    from profstore.storage import schema as t
-    from sqlalchemy import select
-
-    c = t.comm_sample.c
-    found = conn.execute(select(c.id).where(c.profile_id == profile_id).limit(1)).first()
-    return profile_id if found else None
+        return row.id if has_comm_samples(conn, row.id) else None
+    return hccl_profile_id(conn, row.device, PurePosixPath(str(ref).rstrip("/")).name)
 
 
 @contextmanager
