@@ -16,7 +16,9 @@ class QuerySource(str, enum.Enum):
 
     ``MEASURED``: a stored row at the target's coordinate; ``INTERPOLATED``: computed from
     measured rows of the target's regime; ``PARTIAL``: a composite whose sub-kernels were
-    not all answered (the sum of those that were).
+    not all answered (the sum of those that were); ``CALIBRATED``: never a lookup's — under
+    ``profstore tensorcast --calibrated-fallbacks`` only, TensorCast's analytic answer times
+    its op class's calibration against the data.
 
     A member also equals the member of the same name of TensorCast's own ``QuerySource``
     enum, so upstream code written as ``result.source == QuerySource.MEASURED`` (with its
@@ -28,15 +30,13 @@ class QuerySource(str, enum.Enum):
         >>> QuerySource("MEASURED") is QuerySource.MEASURED, QuerySource.PARTIAL == "PARTIAL"
         (True, True)
         >>> [member.value for member in QuerySource]
-        ['MEASURED', 'INTERPOLATED', 'PARTIAL']
+        ['MEASURED', 'INTERPOLATED', 'PARTIAL', 'CALIBRATED']
     """
 
     MEASURED = "MEASURED"
     INTERPOLATED = "INTERPOLATED"
     PARTIAL = "PARTIAL"
     CALIBRATED = "CALIBRATED"
-    """Not a lookup's: TensorCast's analytic answer times an op class's calibration, only
-    under ``profstore tensorcast --calibrated-fallbacks`` (profstore.tensorcast.calibrated)."""
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, enum.Enum) and not isinstance(other, QuerySource):
