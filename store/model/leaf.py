@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from numbers import Integral, Real
 from typing import Any, TypeAlias
 
@@ -87,7 +88,7 @@ class TensorSpec:
             object.__setattr__(self, name, value)
 
     def with_format(self, fmt: str) -> TensorSpec:
-        """This tensor in another format (the other fields are not validated again).
+        """This tensor in another format (a validated copy: ``dataclasses.replace``).
 
         Args:
             fmt: the format (upper-cased like the constructor's).
@@ -105,7 +106,7 @@ class TensorSpec:
         """
         if fmt is None:
             raise ValueError("format: must be a non-empty string or null, got None")
-        return self._copy(format_field(fmt))
+        return replace(self, format=fmt, format_defaulted=False)
 
     def unstated(self) -> TensorSpec:
         """This tensor with its format unstated (a policy's ``"infer"`` default).
@@ -120,14 +121,7 @@ class TensorSpec:
             >>> print(TensorSpec((16,), "float16", "ND").unstated().format)
             None
         """
-        return self._copy(None)
-
-    def _copy(self, fmt: str | None) -> TensorSpec:
-        copy = object.__new__(TensorSpec)
-        for name, value in (("shape", self.shape), ("dtype", self.dtype), ("format", fmt),
-                            ("values", self.values), ("format_defaulted", False)):
-            object.__setattr__(copy, name, value)
-        return copy
+        return replace(self, format=None, format_defaulted=False)
 
     @property
     def numel(self) -> int:
@@ -341,11 +335,11 @@ class LeafOp:
     def __hash__(self) -> int:
         """Computed once per object: a leaf keys every cache of a lookup, and hashing it
         walks every tensor. Kept out of pickles (string hashes differ per process)."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.op, self.args, self.kwargs, self.outputs, self.context))
-            self.__dict__["_hash"] = cached
-        return cached
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.op, self.args, self.kwargs, self.outputs, self.context))
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_tensor_inputs")}
@@ -442,8 +436,8 @@ class LeafOp:
                      outputs: tuple[TensorSpec, ...]) -> LeafOp:
         """This leaf with its tensors swapped for others (formats filled in, say).
 
-        The values must be this leaf's own with only tensors replaced: already
-        normalised, they are not validated again. Never raises.
+        A validated copy (``dataclasses.replace``): the values are normalised like the
+        constructor's.
 
         Args:
             args: the positional arguments.
@@ -453,6 +447,10 @@ class LeafOp:
         Returns:
             A copy with those values and this leaf's op and context.
 
+        Raises:
+            ValueError: a value is invalid; the message names its path, as the
+                constructor's does.
+
         Examples:
             >>> from profstore import LeafOp
             >>> leaf = LeafOp("aten.abs.default", args=[{"shape": [4], "dtype": "float16"}])
@@ -460,11 +458,7 @@ class LeafOp:
             >>> copy.args[0].format
             'NC1HWC0'
         """
-        copy = object.__new__(LeafOp)
-        for name, value in (("op", self.op), ("args", args), ("kwargs", kwargs),
-                            ("outputs", outputs), ("context", self.context)):
-            object.__setattr__(copy, name, value)
-        return copy
+        return replace(self, args=args, kwargs=kwargs, outputs=outputs)
 
     def kwarg(self, name: str, default: Any = None) -> Any:
         """A keyword argument's value.
@@ -529,12 +523,10 @@ class LeafOp:
             >>> [t.shape for t in leaf.tensor_inputs()]
             [(2,), (3,)]
         """
-        found: tuple[TensorSpec, ...] | None = self.__dict__.get("_tensor_inputs")
-        if found is None:
-            found = self.__dict__["_tensor_inputs"] = self._find_tensor_inputs()
-        return found
+        return self._tensor_inputs
 
-    def _find_tensor_inputs(self) -> tuple[TensorSpec, ...]:
+    @cached_property
+    def _tensor_inputs(self) -> tuple[TensorSpec, ...]:
         tensors: list[TensorSpec] = []
         for value in self.args:
             if isinstance(value, TensorSpec):  # the common argument, without a generator
