@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol, TypeVar
 
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.dtypes import is_known_profiler_dtype
 from profstore.model.latency_column import CORE_TIME_COLUMNS, LatencyError, select_latency
 from profstore.model.mapping import KernelPolicy
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.shapes import ShapeParseError, parse_list_cell, parse_shape_cell
 
 BASE_COLUMNS = (

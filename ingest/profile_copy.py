@@ -12,7 +12,7 @@ from typing import Any
 
 from profstore.ingest.csvfile import read_kernel_csv
 from profstore.ingest.discover import file_hash
-from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.ingest.profiling_folders import Row, csv_text
 from profstore.ingest.sql_writer import RowWriter
 from profstore.model.mapping import VersionMapping
 from profstore.storage import schema as t

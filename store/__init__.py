@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Store": "profstore.api",
     "LeafOp": "profstore.model.leaf",
-    "TensorSpec": "profstore.model.leaf",
+    "TensorSpec": "profstore.model.tensor_spec",
     "LeafContext": "profstore.model.leaf_context",
     "QueryResult": "profstore.model.result",
     "QuerySource": "profstore.model.result",
@@ -61,9 +61,10 @@ if TYPE_CHECKING:
         True
     """
     from profstore.api import Store
-    from profstore.model.leaf import LeafOp, TensorSpec
+    from profstore.model.leaf import LeafOp
     from profstore.model.leaf_context import LeafContext
     from profstore.model.result import QueryResult, QuerySource, Reason
+    from profstore.model.tensor_spec import TensorSpec
     from profstore.tensorcast import ProfstoreDataSource
 
 

@@ -90,7 +90,7 @@ def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
         engine.dispose()
 
 
-def profile_row(conn: Connection, version: str) -> StoredVersion:
+def stored_version(conn: Connection, version: str) -> StoredVersion:
     """The ``profile_set`` row of a version named by alias or directory."""
     from profstore.storage.catalog import find_profile, known_aliases
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from profstore.ingest.perfdb_writer import Row, write_hccl, write_version
+from profstore.ingest.profiling_folders import Row, write_hccl, write_version
 
 DEVICE = "DEMO_A3"
 DIRECTORY = "vllm0.18.0_torch2.9.0_cann8.5"

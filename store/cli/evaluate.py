@@ -12,16 +12,15 @@ from pathlib import Path
 
 from profstore.cli.common import CliError, db_url
 from profstore.cli.lookup_cmd import open_store
-from profstore.cli.output import print_json, print_table
-from profstore.cli.progress import ProgressBar
+from profstore.cli.output import ProgressBar, print_json, print_table
 from profstore.cli.regime_option import checked_regime_policy
 from profstore.evaluation.document import render_html, render_markdown
+from profstore.evaluation.fallback_prices import lines_of
 from profstore.evaluation.holdout import HoldoutReport, run_holdout
 from profstore.evaluation.holdout_comm import METHODS as COMM_METHODS
 from profstore.evaluation.plot import PlotError, choose_regime, holdout_png, regime_plot
 from profstore.evaluation.replay import SOURCES, ReplayReport, replay_workload
 from profstore.evaluation.report import HOLDOUT_COLUMNS, ReportInputs, build_sections, holdout_rows
-from profstore.presentation.fallback_price import lines_of
 from profstore.presentation.text_table import Column, to_json
 
 OP_COLUMNS = [Column("op", "OP", clip=48), Column("calls", "CALLS", True),

@@ -8,8 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from profstore.cli.common import CliError, db_url
-from profstore.cli.output import print_json
-from profstore.cli.progress import ProgressBar
+from profstore.cli.output import ProgressBar, print_json
 from profstore.ingest.discover import discover
 from profstore.ingest.loader import VersionSummary, ingest_path
 from profstore.ingest.lock import IngestBusy

@@ -17,6 +17,7 @@ from profstore.cli.lookup_cmd import open_store
 from profstore.cli.output import print_json, print_table
 from profstore.evaluation.calibration import calibrate as run_calibration
 from profstore.evaluation.diff import DiffReport, diff_versions
+from profstore.evaluation.fallback_prices import lines_of
 from profstore.evaluation.gaps import Coverage, GapReport, plan_gaps
 from profstore.evaluation.plot import PlotError
 from profstore.evaluation.uncertainty import (
@@ -28,8 +29,7 @@ from profstore.evaluation.uncertainty import (
     op_errors,
 )
 from profstore.evaluation.workload import Workload, load_workload, run_workload
-from profstore.ingest.perfdb_writer import BASE_HEADER
-from profstore.presentation.fallback_price import lines_of
+from profstore.ingest.profiling_folders import BASE_HEADER
 from profstore.presentation.text_table import Column
 
 PROFILER_COLUMNS = ["Type", *(c for c in BASE_HEADER if c.startswith(("Input", "Output")))]
@@ -130,7 +130,7 @@ def diff(args: argparse.Namespace) -> int:
             store_b = stack.enter_context(open_store(other))
         report = diff_versions(store_a, args.from_version, store_b, args.to_version, workloads)
     if args.plot:
-        from profstore.evaluation.diff_plot import ratio_figure
+        from profstore.evaluation.plot import ratio_figure
 
         try:
             Path(args.plot).write_bytes(ratio_figure(report))

@@ -162,10 +162,10 @@ def _compare_dir(args: argparse.Namespace, url: str) -> str | None:
     if args.compare_with:
         directory = Path(args.compare_with)
     else:
-        from profstore.cli.common import profile_row, read_engine
+        from profstore.cli.common import read_engine, stored_version
 
         with read_engine(args) as engine, engine.connect() as conn:
-            directory = Path(profile_row(conn, args.version or _version(url, None)).source_path)
+            directory = Path(stored_version(conn, args.version or _version(url, None)).source_path)
     if not directory.is_dir():
         raise CliError(f"--compare: no version directory at {directory} (--compare-with DIR)")
     return str(directory)

@@ -16,7 +16,7 @@ from profstore.cli.common import add_version_option, db_options, json_options
 from profstore.storage.sql_door import DEFAULT_SECONDS
 
 INGEST = "profstore.cli.ingest_cmd"
-INSPECT = "profstore.cli.inspect"
+INSPECT = "profstore.cli.inspect_cmd"
 LOOKUP = "profstore.cli.lookup_cmd"
 EVALUATE = "profstore.cli.evaluate"
 INSIGHT = "profstore.cli.insight"

@@ -21,7 +21,7 @@ from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
 from profstore.evaluation.uncertainty import DRAWS, ErrorModel, interval, op_errors
 from profstore.evaluation.workload import Workload, WorkloadRun, run_workload
-from profstore.storage.samples import sample_ids as stored_sample_ids
+from profstore.storage.points import sample_ids as stored_sample_ids
 
 
 @dataclass

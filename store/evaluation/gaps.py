@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 from profstore.api import Store
+from profstore.evaluation.fallback_prices import PricedMiss, prices
 from profstore.evaluation.plan_points import Coordinate, ProposedPoint, Target, propose
 from profstore.evaluation.standin import standin_store
 from profstore.evaluation.workload import Answer, Workload, WorkloadRun, run_workload
-from profstore.ingest.perfdb_writer import Row
+from profstore.ingest.profiling_folders import Row
 from profstore.lookup.dispatch import Profile
 from profstore.paths.base import Refusal, TargetContext
 from profstore.paths.registry import path_for, selector_of
-from profstore.presentation.fallback_price import PricedMiss, prices
 from profstore.storage.points import kernel_points
 
 COVERED = ("MEASURED", "INTERPOLATED")
@@ -217,7 +217,7 @@ def find_gaps(store: Store, run: WorkloadRun) -> tuple[list[Gap], list[Target | 
 
 def gap_prices(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
     """``GapReport.fallback_prices``: the missed gaps at their estimates against their
-    nearest regimes (``profstore.presentation.fallback_price``)."""
+    nearest regimes (``profstore.evaluation.fallback_prices``)."""
     return [p.to_json() for p in prices(
         PricedMiss(g.op, g.calls, g.latency_us, g.nearest_latency_us, g.nearest_differs)
         for g in gaps if g.source == "miss")]

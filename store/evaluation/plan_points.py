@@ -23,10 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from profstore.ingest.csvfile import read_kernel_csv
-from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.ingest.profiling_folders import Row, csv_text
 from profstore.model.dtypes import to_profiler_dtype
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
+from profstore.model.tensor_spec import TensorSpec
 from profstore.paths.base import Extraction, OperatorPath, Refusal, RowContext, TargetContext
 from profstore.paths.registry import tc_input_counts
 

@@ -1,4 +1,5 @@
-"""Figures for the evaluation: one regime's points and interpolant, and report charts.
+"""Figures for the evaluation: one regime's points and interpolant, report charts, and the
+version diff's latency ratios per kernel.
 
 matplotlib is the optional extra ``report``; it is imported on first use, headless.
 """
@@ -11,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from profstore.api import Store
@@ -27,7 +28,12 @@ from profstore.paths.base import Extraction
 from profstore.paths.registry import path_named
 from profstore.storage.points import RegimeCount, kernel_regimes, regime_points
 
+if TYPE_CHECKING:
+    from profstore.evaluation.diff import DiffReport
+
 CURVE_SAMPLES = 240
+DIFF_COLUMNS = 6
+MAX_DIFF_PANELS = 48
 
 
 class PlotError(ValueError):
@@ -323,3 +329,37 @@ def figure_legend(fig: Any, ax: Any) -> None:
         fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8,
                    frameon=False, bbox_to_anchor=(0.5, 1.0))
         fig.subplots_adjust(top=1 - 0.7 / fig.get_figheight())
+
+
+def ratio_figure(report: DiffReport, *, max_panels: int = MAX_DIFF_PANELS) -> bytes:
+    """The version diff as a figure: one small panel per kernel, the histogram of its latency
+    ratios (to / from, log scale) at the coordinates both versions measure, 1.0 marked. PNG
+    bytes; kernels with the most shared coordinates first (at most ``max_panels``)."""
+    kernels = sorted((k for k in report.kernels if k.log_ratios),
+                     key=lambda k: (-len(k.log_ratios), k.kernel))[:max_panels]
+    if not kernels:
+        raise PlotError(f"{report.from_version} and {report.to_version} share no measured "
+                        "coordinate: nothing to plot")
+    plt = pyplot()
+    rows = math.ceil(len(kernels) / DIFF_COLUMNS)
+    columns = min(DIFF_COLUMNS, len(kernels))
+    fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.0 * rows),
+                             squeeze=False, sharex=True)
+    every = [v for k in kernels for v in k.log_ratios]
+    low, high = min(min(every), -0.05), max(max(every), 0.05)
+    for ax, kernel in zip(axes.flat, kernels):
+        ax.hist(kernel.log_ratios, bins=20, range=(low, high), color="tab:blue")
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        median = kernel.ratios.median if kernel.ratios else None
+        ax.set_title(f"{kernel.kernel[:24]}\nn={len(kernel.log_ratios)}"
+                     + (f" median {median:.3f}" if median else ""), fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(kernels):]:
+        ax.axis("off")
+    fig.suptitle(f"latency ratio {report.to_version} / {report.from_version} "
+                 "(ln; 0 = unchanged) per kernel", fontsize=9)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()

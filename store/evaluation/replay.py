@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from profstore.api import Store
+from profstore.evaluation.fallback_prices import PricedMiss, prices
 from profstore.lookup.regime_policy import RegimePolicy
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QueryResult, Reason
 from profstore.model.shapes import parse_shape_text
-from profstore.presentation.fallback_price import PricedMiss, prices
+from profstore.model.tensor_spec import TensorSpec
 
 SOURCES = ("MEASURED", "INTERPOLATED", "PARTIAL", "miss")
 ZERO_METHODS = ("zero_cost", "accepted_miss")
@@ -105,7 +106,7 @@ class ReplayReport:
     fallback_prices: list[dict[str, Any]] = field(default_factory=list)
     """Per missed op: calls, the trace's own time for them (0 without one: a miss adds
     nothing) and the time their nearest measured regimes would give, the largest
-    difference first (``profstore.presentation.fallback_price``)."""
+    difference first (``profstore.evaluation.fallback_prices``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

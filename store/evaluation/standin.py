@@ -18,8 +18,8 @@ from pathlib import Path
 
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
-from profstore.ingest.perfdb_writer import Row
 from profstore.ingest.profile_copy import add_rows, copy_profiles, sqlite_backup
+from profstore.ingest.profiling_folders import Row
 from profstore.storage.engines import make_engine, upgrade
 
 

@@ -6,7 +6,8 @@ of the held-out coordinates of the same regime and interpolation dimension when 
 at least ``MIN_POINTS`` of them, else of the kernel at that dimension, else of the kernel,
 else of the whole path. A MEASURED answer whose coordinate has duplicate rows draws one of
 its rows (the spread of its duplicates); one backed by a single row draws from the
-measurement noise its kernel's duplicates show (store/evaluation/repeatability.py); a
+measurement noise its kernel's duplicates show (``duplicate_deviations``: each duplicate
+row's ``row / median - 1``, the version's when the kernel has too few); a
 zero-cost entry or a PARTIAL answer draws nothing. Misses are not part of the total and
 not part of the interval.
 
@@ -32,13 +33,12 @@ from typing import Any
 import numpy as np
 from profstore.api import Store
 from profstore.evaluation.holdout import HoldoutPoint, known_profile, run_holdout
-from profstore.evaluation.repeatability import duplicate_deviations
 from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
 from profstore.model.result import QueryResult
 from profstore.paths.base import regime_key
 from profstore.storage.catalog import profile_by_id
-from profstore.storage.points import kernel_paths
+from profstore.storage.points import duplicate_groups, kernel_paths
 
 MIN_POINTS = 5
 """Hold-out errors a level needs before it is used (else the next, wider level)."""
@@ -77,6 +77,27 @@ class GroupErrors:
             return "kernel_dim", at_dim
         every = [e for v in self.by_regime_dim.values() for e in v]
         return ("kernel", every) if every else ("", [])
+
+
+def duplicate_deviations(store: Store, version: str) -> dict[str, list[float]]:
+    """Per kernel, ``row / median - 1`` of every row of a coordinate measured twice or more.
+
+    Rows of one kernel with the same input and output cells, extra columns and latency
+    column measure the same call; each row's deviation from their median is one sample of
+    the measurement noise."""
+    profile = known_profile(store, version)
+    with store.engine.connect() as conn:
+        groups = duplicate_groups(conn, profile.id)
+    found: dict[str, list[float]] = {}
+    for group in groups:
+        found.setdefault(group.kernel, []).extend(_deviations(group.latencies_us))
+    return found
+
+
+def _deviations(latencies: Iterable[float]) -> list[float]:
+    values = np.asarray(list(latencies), dtype=float)
+    median = float(np.median(values))
+    return [float(v / median - 1) for v in values] if median > 0 else []
 
 
 class ErrorModel:

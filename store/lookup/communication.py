@@ -21,8 +21,9 @@ from typing import Any, Protocol
 import numpy as np
 from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import element_size
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.result import QueryResult, Reason
+from profstore.model.tensor_spec import TensorSpec
 from profstore.storage.comm_samples import CommPoint, collective_points
 from profstore.storage.handles import Connection
 

@@ -28,8 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.model.leaf import LeafOp, TensorSpec, walk_tensors
+from profstore.model.leaf import LeafOp, walk_tensors
 from profstore.model.mapping import MappingEntry
+from profstore.model.tensor_spec import TensorSpec
 
 KNOWN_FORMATS = frozenset({"ND", "FRACTAL_NZ", "NCHW", "NHWC", "NC1HWC0", "FRACTAL_Z",
                            "NDHWC", "NCDHW", "NDC1HWC0", "FRACTAL_Z_3D"})

@@ -19,9 +19,9 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
+from profstore.model.csv_row import CsvRow
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.normalizers import normalize_target_inputs
-from profstore.model.profile_row import CsvRow
 from profstore.model.shapes import Shape, logical_shape, shape_text, strip_leading_batch
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from profstore.model.leaf import TensorSpec
+from profstore.model.tensor_spec import TensorSpec
 
 Normalizer = Callable[[Sequence[TensorSpec]], tuple[TensorSpec, ...]]
 

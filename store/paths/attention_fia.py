@@ -52,11 +52,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.dtypes import to_profiler_dtype
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.mapping import KernelPolicy
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.result import Reason
+from profstore.model.tensor_spec import TensorSpec
 from profstore.paths.base import (
     AxisTransform,
     Extraction,

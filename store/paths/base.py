@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from profstore.model.clock_cache import ClockCache
+from profstore.model.csv_row import CsvRow
 from profstore.model.dtypes import to_profiler_dtype
-from profstore.model.leaf import TensorSpec
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, logical_shape
+from profstore.model.tensor_spec import TensorSpec
 
 if TYPE_CHECKING:
     from profstore.model.leaf import LeafOp

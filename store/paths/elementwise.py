@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from profstore.model.csv_row import CsvRow
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, drop_batch_dim, logical_shape, shape_text
 from profstore.paths.base import (

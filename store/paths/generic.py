@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from profstore.model.csv_row import CsvRow
 from profstore.model.exact_keys import target_signature
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, drop_batch_dim, numel, shape_text
 from profstore.paths.base import (

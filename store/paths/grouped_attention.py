@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.result import Reason
 from profstore.paths.base import (
     Extraction,

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.result import Reason
 from profstore.paths.base import Extraction, Refusal, refuse, unwrap
 from profstore.paths.grouped_attention import GroupedAttentionPath

@@ -28,12 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.csv_row import CsvRow, Slot
+from profstore.model.leaf import LeafOp
 from profstore.model.mapping import MappingEntry
 from profstore.model.normalizers import normalize_target_inputs
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, numel, shape_text
+from profstore.model.tensor_spec import TensorSpec
 from profstore.paths.base import (
     Extraction,
     Operand,

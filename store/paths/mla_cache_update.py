@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from profstore.model.csv_row import CsvRow
 from profstore.model.leaf import LeafOp
 from profstore.model.normalizers import normalize_target_inputs
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.model.shapes import leading_product, shape_text
 from profstore.paths.base import (

@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.dtypes import to_profiler_dtype
-from profstore.model.leaf import LeafOp, TensorSpec
-from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.leaf import LeafOp
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, leading_product, logical_shape, shape_text
+from profstore.model.tensor_spec import TensorSpec
 from profstore.paths.base import (
     Extraction,
     Operand,

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from profstore.model.csv_row import CsvRow
 from profstore.model.dtypes import to_profiler_dtype
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.paths.base import (
     Extraction,

@@ -28,10 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profstore.model.leaf import LeafOp, TensorSpec
-from profstore.model.profile_row import CsvRow
+from profstore.model.csv_row import CsvRow
+from profstore.model.leaf import LeafOp
 from profstore.model.result import Reason
 from profstore.model.shapes import Shape, numel
+from profstore.model.tensor_spec import TensorSpec
 from profstore.paths.base import (
     Extraction,
     Operand,

@@ -20,7 +20,11 @@ Examples:
 from profstore.tensorcast.convert import MAX_VALUE_ELEMENTS, leaf_from_invocation
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.installation import install, uninstall
-from profstore.tensorcast.result import ShapeMatchInfo, SubKernelShapeInfo, TensorCastResult
+from profstore.tensorcast.tensorcast_result import (
+    ShapeMatchInfo,
+    SubKernelShapeInfo,
+    TensorCastResult,
+)
 
 __all__ = [
     "MAX_VALUE_ELEMENTS",

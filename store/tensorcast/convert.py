@@ -10,8 +10,9 @@ from numbers import Integral, Real
 from typing import Any
 
 from profstore.model.dtypes import canonical_torch_dtype
-from profstore.model.leaf import Arg, LeafOp, TensorSpec
+from profstore.model.leaf import Arg, LeafOp
 from profstore.model.leaf_context import LeafContext
+from profstore.model.tensor_spec import TensorSpec
 
 MAX_VALUE_ELEMENTS = 4096
 """Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).

@@ -51,7 +51,7 @@ from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
 from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation
 from profstore.tensorcast.miss_codes import MissCodes, check_style, upstream_miss_code
-from profstore.tensorcast.result import (
+from profstore.tensorcast.tensorcast_result import (
     ShapeList,
     ShapeMatchInfo,
     TensorCastResult,

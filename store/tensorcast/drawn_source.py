@@ -24,9 +24,9 @@ from profstore.tensorcast import draws
 from profstore.tensorcast.draw_spec import DrawSpec
 from profstore.tensorcast.ledger import config_of, op_class
 from profstore.tensorcast.metered import MeteredDataSource
-from profstore.tensorcast.result import TensorCastResult
 from profstore.tensorcast.settings import Settings
 from profstore.tensorcast.stores import shared_store
+from profstore.tensorcast.tensorcast_result import TensorCastResult
 
 
 @dataclass

@@ -11,8 +11,8 @@ from typing import Any
 from profstore.model.leaf import LeafOp
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.ledger import Kind, PricedOp, kind_of, op_class
-from profstore.tensorcast.result import TensorCastResult
 from profstore.tensorcast.run_stats import Fallback, ProcessStats
+from profstore.tensorcast.tensorcast_result import TensorCastResult
 
 
 @dataclass(frozen=True)

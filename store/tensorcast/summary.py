@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profstore.presentation.fallback_price import Price, PricedMiss, price_lines, prices
+from profstore.evaluation.fallback_prices import Price, PricedMiss, price_lines, prices
 from profstore.tensorcast import analytic_check, fallback_rows, time_split
 from profstore.tensorcast.check_report import check_lines
 from profstore.tensorcast.ranking import Ranked, matches

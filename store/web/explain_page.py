@@ -14,7 +14,7 @@ from profstore.presentation.explain import ROWS_USED, explain_sections
 from profstore.presentation.text_table import format_cell, to_json
 from profstore.storage.catalog import latest_operator_alias
 from profstore.storage.provenance import StoredRow, stored_row
-from profstore.web import render
+from profstore.web import pages
 from profstore.web.state import WebState
 
 EXAMPLE = ('{"op": "tensor_cast.rms_norm.default", "args": [{"shape": [28, 7168], "dtype": '
@@ -86,4 +86,4 @@ async def explain_page(state: WebState, datasette: Any, request: Any) -> Respons
             context["row_links"] = [
                 datasette.urls.row(state.database, row["table"][0], str(row["table"][1]))
                 if row["table"] else None for row in answer.rows]
-    return await render.page(datasette, request, "profstore_explain.html", context, status)
+    return await pages.page(datasette, request, "profstore_explain.html", context, status)

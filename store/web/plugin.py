@@ -11,9 +11,9 @@ from datasette import hookimpl
 from markupsafe import Markup, escape
 from profstore.paths.registry import path_for
 from profstore.web.explain_page import explain_page
+from profstore.web.pages import PREFIX, regime_url
 from profstore.web.regime_page import overview_page, overview_png, regime_page, regime_png
 from profstore.web.state import WebState
-from profstore.web.urls import PREFIX, regime_url
 
 PLUGIN_NAME = "profstore-web"
 REGIME_FIELDS = ("version", "kernel_type", "path", "regime_key")

@@ -12,9 +12,9 @@ from profstore.evaluation.overview import version_overview
 from profstore.evaluation.plot import PlotError, RegimeChoice, RegimeFigure, choose_regime
 from profstore.paths.registry import path_named
 from profstore.presentation.text_table import format_cell
-from profstore.web import render
+from profstore.web import pages
+from profstore.web.pages import overview_url, query_url, regime_url, table_url
 from profstore.web.state import WebState
-from profstore.web.urls import overview_url, query_url, regime_url, table_url
 
 REGIME_PARAMS = ("version", "kernel", "path", "regime_key")
 
@@ -46,14 +46,14 @@ async def regime_png(state: WebState, datasette: Any, request: Any) -> Response:
         _, _, figure = await _figure(state, request)
     except ValueError as exc:
         return Response.text(str(exc), status=400)
-    return render.png(figure.png)
+    return pages.png(figure.png)
 
 
 async def regime_page(state: WebState, datasette: Any, request: Any) -> Response:
     try:
         version, choice, figure = await _figure(state, request)
     except ValueError as exc:
-        return await render.error(datasette, request, "Regime", str(exc))
+        return await pages.error(datasette, request, "Regime", str(exc))
     names = list(path_named(choice.path).axis_names)
     db = state.database
     where = {"kernel_type": choice.kernel, "path": choice.path, "regime_key": choice.regime_key}
@@ -74,7 +74,7 @@ async def regime_page(state: WebState, datasette: Any, request: Any) -> Response
             (f"the {version} overview", overview_url(version)),
         ],
     }
-    return await render.page(datasette, request, "profstore_regime.html", context)
+    return await pages.page(datasette, request, "profstore_regime.html", context)
 
 
 def _point_row(point: Any) -> dict[str, Any]:
@@ -96,7 +96,7 @@ async def overview_png(state: WebState, datasette: Any, request: Any) -> Respons
         body = await state.run(lambda store: draw_overview(version_overview(store, version)))
     except ValueError as exc:
         return Response.text(str(exc), status=400)
-    return render.png(body)
+    return pages.png(body)
 
 
 async def overview_page(state: WebState, datasette: Any, request: Any) -> Response:
@@ -108,7 +108,7 @@ async def overview_page(state: WebState, datasette: Any, request: Any) -> Respon
         try:
             overview = await state.run(lambda store: version_overview(store, version))
         except ValueError as exc:
-            return await render.error(datasette, request, "Version overview", str(exc))
+            return await pages.error(datasette, request, "Version overview", str(exc))
         context.update(image_url=overview_url(version, image=True),
                        paths=[_path_rows(datasette, state.database, version, p)
                               for p in overview.paths],
@@ -116,7 +116,7 @@ async def overview_page(state: WebState, datasette: Any, request: Any) -> Respon
                        rejected_url=table_url(datasette, state.database, "rejected_row"),
                        refusals_url=query_url(datasette, state.database, "refusals_by_reason",
                                               version=version))
-    return await render.page(datasette, request, "profstore_overview.html", context)
+    return await pages.page(datasette, request, "profstore_overview.html", context)
 
 
 def _path_rows(datasette: Any, db: str, version: str, path: Any) -> dict[str, Any]:

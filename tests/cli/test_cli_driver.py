@@ -19,7 +19,7 @@ def test_missing_postgresql_driver_names_the_driver_and_the_extra(capsys):
 
 
 def test_an_unrelated_import_error_is_not_reported_as_a_driver_problem(monkeypatch):
-    import profstore.cli.inspect as inspect_cmd
+    import profstore.cli.inspect_cmd as inspect_cmd
 
     def broken(_args):
         raise ImportError("cannot import name 'x' from 'profstore.somewhere'")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
+from profstore.model.tensor_spec import TensorSpec
 
 from tests.support.cli_lookup import brief, lookup_lines, rms
 

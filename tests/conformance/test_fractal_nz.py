@@ -1,7 +1,7 @@
 """FRACTAL_NZ on both sides: a leaf that states a tensor as FRACTAL_NZ (raw device shape, as
 the CSV records it) meets the row that records the same tensor, in the same regime and at
 the same coordinate. The row side restores every FRACTAL_NZ slot to its logical shape at
-parse time (``profstore.model.profile_row.Slot.from_cells``); the target side must do the same.
+parse time (``profstore.model.csv_row.Slot.from_cells``); the target side must do the same.
 
 Each case is its path's conformance example with one tensor in FRACTAL_NZ on both sides.
 """

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from profstore.cli.main import main
-from profstore.cli.progress import ProgressBar
+from profstore.cli.output import ProgressBar
 
 from tests.support.evaluation import TRACE
 

@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from profstore.api import Store
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.perfdb_writer import Row, mapping_doc, write_version
+from profstore.ingest.profiling_folders import Row, mapping_doc, write_version
 from profstore.model.leaf import LeafOp
 from profstore.storage import schema as t
 from profstore.storage.engines import alembic_config, current_revision, make_engine

@@ -13,7 +13,7 @@ import pytest
 from alembic import command
 from profstore.api import Store
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.perfdb_writer import mapping_doc, write_version
+from profstore.ingest.profiling_folders import mapping_doc, write_version
 from profstore.storage import schema as t
 from profstore.storage.engines import alembic_config, current_revision, make_engine
 from profstore.storage.regime_pack import READ_COLUMNS, decode

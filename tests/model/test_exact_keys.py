@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profstore.model.csv_row import CsvRow, Slot
 from profstore.model.exact_keys import (
     RAW,
     STRIPPED,
@@ -19,7 +20,6 @@ from profstore.model.exact_keys import (
     target_keys,
 )
 from profstore.model.leaf import LeafOp
-from profstore.model.profile_row import CsvRow, Slot
 from profstore.model.shapes import Shape
 from profstore.storage import schema as t
 from profstore.storage.engines import make_engine

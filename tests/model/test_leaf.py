@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
+from profstore.model.tensor_spec import TensorSpec
 
 # The DESIGN §3 example (dispatch_ffn_combine_quant, positions as in §8).
 DFC_EXAMPLE: dict[str, Any] = {

@@ -8,8 +8,9 @@ import dataclasses
 import pickle
 
 import pytest
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
+from profstore.model.tensor_spec import TensorSpec
 
 X = TensorSpec((4, 8), "bfloat16", "ND")
 W = TensorSpec((8, 16), "bfloat16", None)

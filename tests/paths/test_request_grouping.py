@@ -8,8 +8,8 @@ import dataclasses
 import itertools
 
 import pytest
+from profstore.model.csv_row import CsvRow
 from profstore.model.mapping import KernelPolicy, MappingEntry, load_mapping
-from profstore.model.profile_row import CsvRow
 from profstore.model.result import Reason
 from profstore.paths.base import Refusal, RowContext
 from profstore.paths.registry import ALL_PATHS, QUERY_MODES, SUBCATEGORIES, selector_of

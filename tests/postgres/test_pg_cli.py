@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from profstore.cli import inspect as inspect_verbs
+from profstore.cli import inspect_cmd as inspect_verbs
 from sqlalchemy.engine import make_url
 
 from tests.support.perfdb import (

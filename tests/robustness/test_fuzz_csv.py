@@ -20,7 +20,7 @@ from profstore.ingest.csvfile import (
     read_kernel_csv,
 )
 from profstore.ingest.hccl import CommRow, read_comm_csv
-from profstore.ingest.perfdb_writer import Row, csv_text
+from profstore.ingest.profiling_folders import Row, csv_text
 from profstore.model.latency_column import is_valid_latency
 from profstore.model.mapping import KernelPolicy
 

@@ -1,7 +1,8 @@
-"""The sample points of the readers' fixture (tests/storage/conftest.py). RmsNorm's rows
-(tests.support.cli_fixture.RMS_ROWS, tokens on axis_0): hidden 7168 at 8 (10.0), 16
-(14.0), 64 (30.0, 34.0, 32.5); hidden 4096 at 8 (5.0) and 32 (9.0). Add: width 128 at
-tokens 4 (3.0) and 8 (4.0)."""
+"""The samples and sample points of the readers' fixture (tests/storage/conftest.py): 10
+accepted rows (RmsNorm 7, Add 2, Range 1). RmsNorm's rows (tests.support.cli_fixture.RMS_ROWS,
+tokens on axis_0): hidden 7168 at 8 (10.0), 16 (14.0), 64 (30.0, 34.0, 32.5: one call
+measured three times); hidden 4096 at 8 (5.0) and 32 (9.0). Add: width 128 at tokens 4
+(3.0) and 8 (4.0)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import json
 from profstore.storage.points import (
     KernelPath,
     RegimeCount,
+    duplicate_groups,
     kernel_paths,
     kernel_points,
     kernel_regimes,
     point_samples,
     regime_points,
+    sample_ids,
     subtype_values,
     version_points,
 )
@@ -22,6 +25,7 @@ from profstore.storage.provenance import stored_row
 
 WIDE = [((8.0,), 10.0), ((16.0,), 14.0), ((64.0,), 30.0), ((64.0,), 34.0), ((64.0,), 32.5)]
 NARROW = [((8.0,), 5.0), ((32.0,), 9.0)]
+ACCEPTED = {"RmsNorm.csv": (2, 3, 4, 5, 6, 8, 9), "Add.csv": (2, 3), "Range.csv": (2,)}
 
 
 def _regime_key(conn, v18: int, hidden: int) -> str:
@@ -76,3 +80,16 @@ def test_kernels_with_paths_and_subtypes(conn, v18):
     assert sorted(kernel_paths(conn, v18), key=lambda k: k.kernel) == [
         KernelPath("Add", "generic"), KernelPath("RmsNorm", "generic")]
     assert subtype_values(conn, v18) == []  # every point is on the generic path
+
+
+def test_sample_ids_are_every_accepted_row_ascending(conn, v18):
+    ids = sample_ids(conn, v18)
+    stored = {stored_row(conn, v18, f, line) for f, lines in ACCEPTED.items() for line in lines}
+    assert {s.table for s in stored if s is not None} == {"sample"}
+    assert ids == sorted(s.id for s in stored if s is not None)
+    assert len(ids) == 10
+
+
+def test_the_duplicate_group(conn, v18):
+    [group] = duplicate_groups(conn, v18)
+    assert (group.kernel, sorted(group.latencies_us)) == ("RmsNorm", [30.0, 32.5, 34.0])

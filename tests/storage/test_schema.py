@@ -160,7 +160,7 @@ def _index_names(path: Path) -> set[str]:
 @pytest.mark.sqlite_only
 def test_0003_indexes_child_sample_ids_of_a_database_built_by_0002(tmp_path):
     from profstore.ingest.loader import ingest_path
-    from profstore.ingest.perfdb_writer import Row, mapping_doc, write_version
+    from profstore.ingest.profiling_folders import Row, mapping_doc, write_version
 
     db = tmp_path / "old.db"
     url = sqlite_url(db)

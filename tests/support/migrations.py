@@ -6,7 +6,7 @@ from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore.ingest.perfdb_writer import Row
+from profstore.ingest.profiling_folders import Row
 from profstore.model.leaf import LeafOp
 from profstore.storage import schema as t
 from sqlalchemy import create_engine

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from profstore.api import Store
 from profstore.ingest.loader import ingest_path
-from profstore.ingest.perfdb_writer import (  # noqa: F401 - re-exported for tests
+from profstore.ingest.profiling_folders import (  # noqa: F401 - re-exported for tests
     BASE_HEADER,
     DEVICE,
     V18_DIR,

@@ -7,9 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QueryResult
+from profstore.model.tensor_spec import TensorSpec
 from profstore.tensorcast.aliases import with_upstream_aliases
 
 from tests.support.paths import PERFDB

@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from profstore.model.leaf import LeafOp, TensorSpec
+from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
+from profstore.model.tensor_spec import TensorSpec
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
 
 from tests.support.markers import requires_perfdb

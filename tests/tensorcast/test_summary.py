@@ -1,4 +1,4 @@
-"""The run summary's fallback prices (tensorcast/summary.py, presentation/fallback_price.py):
+"""The run summary's fallback prices (tensorcast/summary.py, evaluation/fallback_prices.py):
 upstream's text-generate on the MoE model of its test assets (two layers), through the
 ``profstore`` CLI in a subprocess, without and with the stated scale-mode equivalence.
 

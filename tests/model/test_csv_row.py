@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from profstore.model.profile_row import CsvRow, Slot
+from profstore.model.csv_row import CsvRow, Slot
 
 QUERY = Slot.from_cells((2, 4, 16, 16), "DT_BF16", "FRACTAL_NZ")
 EMPTY = Slot(None, "", "")

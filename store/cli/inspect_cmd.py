@@ -15,8 +15,8 @@ from typing import Any
 
 from profstore.cli.common import (
     CliError,
-    profile_row,
     read_engine,
+    stored_version,
 )
 from profstore.cli.output import emit, print_json, print_table
 from profstore.paths.registry import ALL_PATHS
@@ -71,7 +71,7 @@ KERNEL_COLUMNS = [
 
 def kernels(args: argparse.Namespace) -> int:
     with read_engine(args) as engine, engine.connect() as conn:
-        profile = profile_row(conn, args.version)
+        profile = stored_version(conn, args.version)
         rows = [asdict(f) for f in kernel_files(conn, profile.id)]
     emit(rows, KERNEL_COLUMNS, args.json, empty="no kernel files")
     return 0
@@ -86,7 +86,7 @@ REGIME_COLUMNS = [
 
 def regimes(args: argparse.Namespace) -> int:
     with read_engine(args) as engine, engine.connect() as conn:
-        profile = profile_row(conn, args.version)
+        profile = stored_version(conn, args.version)
         found = regime_summaries(conn, profile.alias, args.kernel, args.path)
     rows = [_regime(r) for r in found]
     _emit_shown(rows, REGIME_COLUMNS, args.json, "no regimes")
@@ -131,7 +131,7 @@ DUPLICATE_COLUMNS = [
 
 def duplicates(args: argparse.Namespace) -> int:
     with read_engine(args) as engine, engine.connect() as conn:
-        profile = profile_row(conn, args.version)
+        profile = stored_version(conn, args.version)
         found = duplicate_coordinates(conn, profile.alias, args.kernel)
     _emit_shown([_duplicate(r) for r in found], DUPLICATE_COLUMNS, args.json,
                 "no duplicate coordinates")
@@ -164,7 +164,7 @@ REFUSAL_COLUMNS = [Column("kernel", "KERNEL"), Column("path", "PATH"),
 
 def rejected(args: argparse.Namespace) -> int:
     with read_engine(args) as engine, engine.connect() as conn:
-        profile = profile_row(conn, args.version)
+        profile = stored_version(conn, args.version)
         report = {"counts": _reject_counts(conn, profile.id),
                   "samples": _reject_samples(conn, profile.id, args.limit),
                   "path_refusals": _path_refusals(conn, profile.id)}

@@ -1,9 +1,9 @@
-"""presentation/fallback_price.py: misses grouped per op and differing fields, priced by hand."""
+"""evaluation/fallback_prices.py: misses grouped per op and differing fields, priced by hand."""
 
 from __future__ import annotations
 
 import pytest
-from profstore.presentation.fallback_price import PricedMiss, lines_of, price_lines, prices
+from profstore.evaluation.fallback_prices import PricedMiss, lines_of, price_lines, prices
 
 SYM = "tensor_cast.dynamic_quantize_symmetric.default"
 SCALE = {"scale_mode": ["per_tensor", "per_token"]}
