@@ -16,12 +16,10 @@ from profstore.paths.base import OperatorPath
 from profstore.paths.registry import ALL_PATHS, DISPATCH_SELECTORS, path_for, selector_of
 
 from tests.support.paths import PERFDB
+from tests.support.paths import SHIPPED_MAPPINGS as SHIPPED
 from tests.support.prerequisites import require
 
 pytestmark = pytest.mark.no_database
-
-SHIPPED = sorted(PERFDB.glob("*/vllm_ascend/*/op_mapping.yaml"))
-
 
 def test_every_selector_of_every_shipped_mapping_reaches_a_path_or_the_dispatcher():
     require(len(SHIPPED) == 3, f"the three op_mapping.yaml files of {PERFDB}")

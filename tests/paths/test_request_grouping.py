@@ -15,7 +15,7 @@ from profstore.paths.base import Refusal, RowContext
 from profstore.paths.registry import ALL_PATHS, QUERY_MODES, SUBCATEGORIES, selector_of
 from profstore.paths.request_grouping import row_api_paths
 
-from tests.paths.test_registry import SHIPPED
+from tests.support.paths import SHIPPED_MAPPINGS as SHIPPED
 from tests.support.prerequisites import require
 
 pytestmark = pytest.mark.no_database

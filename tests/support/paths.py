@@ -10,3 +10,5 @@ SHARED = Path(os.environ.get("PROFSTORE_SHARED") or REPO.parent / "shared")
 """``../shared`` beside the checkout; ``PROFSTORE_SHARED`` points elsewhere."""
 PERFDB = SHARED / "perfdb"
 WORKLOADS = SHARED / "workloads"
+SHIPPED_MAPPINGS = sorted(PERFDB.glob("*/vllm_ascend/*/op_mapping.yaml"))
+"""The op_mapping.yaml of every shipped version of the corpus."""
