@@ -10,9 +10,13 @@
 #                    report of that pass goes to $PROFSTORE_PG_REPORT when set: .ci/with-postgres
 #                    fails a run without one)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
+# The tests run on pytest-xdist workers, one per core ($PROFSTORE_TEST_WORKERS overrides:
+# a number, or 0 for one process); --dist loadgroup keeps the tests that share a module-,
+# class- or package-scoped fixture on one worker (tests/support/parallel.py).
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
+PARALLEL=(-n "${PROFSTORE_TEST_WORKERS:-auto}" --dist loadgroup)
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_engines.py
           tests/storage/test_packed_json.py tests/model/test_exact_keys.py
           tests/cli tests/evaluation tests/tensorcast tests/ingest tests/robustness tests/postgres tests/conformance
@@ -39,19 +43,20 @@ case "${1:-}" in
     setup
     shift
     bash .ci/typecheck.sh "$VENV/bin/python"
-    "$VENV/bin/python" -m pytest -q "$@"
+    "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" "$@"
     if [ "$#" -eq 0 ]; then
       echo "== benchmark smoke runs (-m bench) =="
-      "$VENV/bin/python" -m pytest -q -m bench
+      "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" -m bench
     fi
     if [ -n "${PROFSTORE_TEST_PG_URL:-}" ]; then
       echo "== again on PostgreSQL (--backend postgresql) =="
       report=()
       if [ -n "${PROFSTORE_PG_REPORT:-}" ]; then report=(--junitxml "$PROFSTORE_PG_REPORT"); fi
       if [ "$#" -gt 0 ]; then
-        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "$@"
+        "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" --backend postgresql "${report[@]}" "$@"
       else
-        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "${PG_TESTS[@]}"
+        "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" --backend postgresql "${report[@]}" \
+          "${PG_TESTS[@]}"
       fi
     fi ;;
   bench)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support import perfdb
+from tests.support import parallel, perfdb
 from tests.support.markers import require_corpus
 from tests.support.paths import PERFDB
 from tests.support.stores import opened_store
@@ -66,8 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--backend postgresql: {problem}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test runs in the pass it belongs to; the others deselect it."""
+    """Each test runs in the pass it belongs to; the others deselect it. The tests sharing
+    a wider-scoped fixture form one xdist group (tests.support.parallel)."""
     other_pass = (("no_database", "sqlite_only") if perfdb.on_postgresql()
                   else ("postgresql_only",))
     kept, deselected = [], []
@@ -78,9 +80,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+    parallel.mark_groups(items)
 
 
 _PG_ONLY = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist's controller collects nothing: it takes the PostgreSQL-only test names from
+    a worker's output (``pytest_sessionfinish``) for the terminal summary."""
+    names = getattr(node, "workeroutput", {}).get("postgresql_only")
+    if names is not None:
+        node.config.stash[_PG_ONLY] = names
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
@@ -104,6 +116,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker
+        session.config.workeroutput["postgresql_only"] = session.config.stash.get(_PG_ONLY, [])
     if perfdb.on_postgresql():
         perfdb.drop_all()
 
@@ -116,6 +130,16 @@ def _drop_test_databases() -> Iterator[None]:
     yield
     if perfdb.on_postgresql():
         perfdb.drop_databases(perfdb.BACKEND.created[before:])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """$XDG_CACHE_HOME of this test process (and the CLI runs it starts) in its own folder:
+    the hold-out error cache (profstore/errors) is never the developer's ~/.cache nor
+    another xdist worker's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
 
 
 @pytest.fixture(scope="session")
