@@ -11,12 +11,14 @@
 #                    fails a run without one)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
 # The tests run on pytest-xdist workers, one per core ($PROFSTORE_TEST_WORKERS overrides:
-# a number, or 0 for one process); --dist loadgroup keeps the tests that share a module-,
-# class- or package-scoped fixture on one worker (tests/support/parallel.py).
+# a number, or 0 for one process), each a pytest session of its own (its tmp folders,
+# session fixtures, $XDG_CACHE_HOME); --dist loadfile keeps a test file on one worker, so a
+# module-scoped fixture (a TensorCast search, the wheel build) is built once
+# (docs/adr/0109-parallel-test-suite.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
-PARALLEL=(-n "${PROFSTORE_TEST_WORKERS:-auto}" --dist loadgroup)
+PARALLEL=(-n "${PROFSTORE_TEST_WORKERS:-auto}" --dist loadfile)
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_engines.py
           tests/storage/test_packed_json.py tests/model/test_exact_keys.py
           tests/cli tests/evaluation tests/tensorcast tests/ingest tests/robustness tests/postgres tests/conformance

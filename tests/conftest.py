@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support import parallel, perfdb
+from tests.support import perfdb
 from tests.support.markers import require_corpus
 from tests.support.paths import PERFDB
 from tests.support.stores import opened_store
@@ -66,10 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--backend postgresql: {problem}")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test runs in the pass it belongs to; the others deselect it. The tests sharing
-    a wider-scoped fixture form one xdist group (tests.support.parallel)."""
+    """Each test runs in the pass it belongs to; the others deselect it."""
     other_pass = (("no_database", "sqlite_only") if perfdb.on_postgresql()
                   else ("postgresql_only",))
     kept, deselected = [], []
@@ -80,7 +78,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
-    parallel.mark_groups(items)
 
 
 _PG_ONLY = pytest.StashKey[list[str]]()
