@@ -12,9 +12,15 @@
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
 #   ./dev.sh docs    set up and build the documentation site into site/ (mkdocs build --strict;
 #                    the test suite builds it too: tests/meta/test_api_reference.py)
+# The tests run on pytest-xdist workers, one per core ($PROFSTORE_TEST_WORKERS overrides:
+# a number, or 0 for one process), each a pytest session of its own (its tmp folders,
+# session fixtures, $XDG_CACHE_HOME); --dist loadfile keeps a test file on one worker, so a
+# module-scoped fixture (a TensorCast search, the wheel build) is built once
+# (docs/adr/0116-parallel-test-suite.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
+PARALLEL=(-n "${PROFSTORE_TEST_WORKERS:-auto}" --dist loadfile)
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_engines.py
           tests/storage/test_packed_json.py tests/storage/test_catalog.py tests/storage/test_accounting.py
           tests/storage/test_points.py tests/storage/test_comm_samples.py
@@ -44,19 +50,20 @@ case "${1:-}" in
     setup
     shift
     bash .ci/typecheck.sh "$VENV/bin/python"
-    "$VENV/bin/python" -m pytest -q "$@"
+    "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" "$@"
     if [ "$#" -eq 0 ]; then
       echo "== benchmark smoke runs (-m bench) =="
-      "$VENV/bin/python" -m pytest -q -m bench
+      "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" -m bench
     fi
     if [ -n "${PROFSTORE_TEST_PG_URL:-}" ]; then
       echo "== again on PostgreSQL (--backend postgresql) =="
       report=()
       if [ -n "${PROFSTORE_PG_REPORT:-}" ]; then report=(--junitxml "$PROFSTORE_PG_REPORT"); fi
       if [ "$#" -gt 0 ]; then
-        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "$@"
+        "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" --backend postgresql "${report[@]}" "$@"
       else
-        "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "${PG_TESTS[@]}"
+        "$VENV/bin/python" -m pytest -q "${PARALLEL[@]}" --backend postgresql "${report[@]}" \
+          "${PG_TESTS[@]}"
       fi
     fi ;;
   docs)

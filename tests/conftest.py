@@ -83,6 +83,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _PG_ONLY = pytest.StashKey[list[str]]()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist's controller collects nothing: it takes the PostgreSQL-only test names from
+    a worker's output (``pytest_sessionfinish``) for the terminal summary."""
+    names = getattr(node, "workeroutput", {}).get("postgresql_only")
+    if names is not None:
+        node.config.stash[_PG_ONLY] = names
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     """Say where the PostgreSQL-only tests went: run on this pass, or left to the other."""
     names = config.stash.get(_PG_ONLY, [])
@@ -104,6 +113,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker
+        session.config.workeroutput["postgresql_only"] = session.config.stash.get(_PG_ONLY, [])
     if perfdb.on_postgresql():
         perfdb.drop_all()
 
@@ -116,6 +127,16 @@ def _drop_test_databases() -> Iterator[None]:
     yield
     if perfdb.on_postgresql():
         perfdb.drop_databases(perfdb.BACKEND.created[before:])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """$XDG_CACHE_HOME of this test process (and the CLI runs it starts) in its own folder:
+    the hold-out error cache (profstore/errors) is never the developer's ~/.cache nor
+    another xdist worker's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
 
 
 @pytest.fixture(scope="session")

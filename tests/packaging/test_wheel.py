@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import venv
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,24 @@ def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     return done
 
 
+@dataclass(frozen=True)
+class WheelBuild:
+    path: Path
+    output: str
+    """What ``pip wheel --quiet`` printed: the build backend's warnings, nothing else."""
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel_build(tmp_path_factory: pytest.TempPathFactory) -> WheelBuild:
     out = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out),
-         str(REPO)], cwd=out, env=dict(os.environ))
-    return next(out.glob("profstore-*.whl"))
+    done = run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out),
+                str(REPO)], cwd=out, env=dict(os.environ))
+    return WheelBuild(next(out.glob("profstore-*.whl")), done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build: WheelBuild) -> Path:
+    return wheel_build.path
 
 
 def _borrow_dependencies(python: Path) -> None:
@@ -93,6 +106,13 @@ def test_the_wheel_holds_one_top_level_package_with_its_migrations(wheel):
     assert {"profstore/web/metadata.yaml", "profstore/web/plugin.py",
             "profstore/web/templates/profstore_regime.html",
             "profstore/web/templates/profstore_explain.html"} <= web
+
+
+def test_the_build_prints_no_warning_about_our_packaging(wheel_build):
+    """setuptools warned "Package would be ignored" for the templates folder while it was
+    package data of profstore.web rather than a package of its own."""
+    warnings = [line.strip() for line in wheel_build.output.splitlines() if "Warning" in line]
+    assert warnings == []
 
 
 def test_demo_and_lookup_run_from_the_wheel_beside_decoy_packages(installed):

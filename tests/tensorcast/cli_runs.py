@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,15 +30,6 @@ def upstream(module: str, *words: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", module, *words], capture_output=True,
                           text=True, env={**environment(), "PYTHONPATH": str(TENSOR_CAST)},
                           cwd=TENSOR_CAST, timeout=900)
-
-
-def copy_model(name: str, root: Path) -> Path:
-    """A config of the export's tests/assets/model_config, copied under ``root``."""
-    target = root / name
-    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name, target)
-    for path in (root, target):
-        path.chmod(0o755)
-    return target
 
 
 def best(stdout: str) -> tuple[float, str, int]:

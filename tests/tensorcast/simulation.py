@@ -36,6 +36,19 @@ def require_tensor_cast() -> None:
         sys.path.append(str(TENSOR_CAST))
 
 
+def copy_model(name: str, root: Path) -> Path:
+    """A config of the export's tests/assets/model_config, copied under ``root`` (0755).
+
+    TensorCast refuses a model-config path through a symbolic link or a group- or
+    world-writable folder, so a test never hands it the export's own copy: ``../shared``
+    may be reached through a link, or laid with other modes."""
+    target = root / name
+    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name, target)
+    for path in (root, target):
+        path.chmod(0o755)
+    return target
+
+
 @dataclass
 class Call:
     """One lookup of the run: the op, its tensor shapes, the answer or the miss reason."""
@@ -102,9 +115,7 @@ def simulate(model: str, options: list[str], config_root: Path,
 
     config = config_root / model
     if not config.is_dir():
-        shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / model, config)
-        for path in (config_root, config):
-            path.chmod(0o755)  # TensorCast refuses group- or world-writable config dirs
+        copy_model(model, config_root)
     args = arg_parse([str(config), "--num-queries", "16", "--query-length", "1",
                       "--context-length", "4096", "--decode", "--device", DEVICE,
                       "--performance-model", "profiling", "--profiling-database-path",

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tensorcast.cli_runs import best, copy_model, profstore, upstream
-from tests.tensorcast.simulation import DEVICE, V18_DIR, require_tensor_cast
+from tests.tensorcast.cli_runs import best, profstore, upstream
+from tests.tensorcast.simulation import DEVICE, V18_DIR, copy_model, require_tensor_cast
 
 pytestmark = pytest.mark.requires_perfdb
 

@@ -29,8 +29,8 @@ from profstore.tensorcast.ranking import Ranked, matches
 
 from tests.support.evaluation import RMS_OP, SQUARE, UNVERIFIED, write_rms
 from tests.support.perfdb import build_store
-from tests.tensorcast.cli_runs import best, copy_model, profstore
-from tests.tensorcast.simulation import require_tensor_cast
+from tests.tensorcast.cli_runs import best, profstore
+from tests.tensorcast.simulation import copy_model, require_tensor_cast
 
 SEED = 11
 

@@ -11,7 +11,7 @@ from profstore.tensorcast.installation import recorder
 from profstore.tensorcast.run_stats import RunSummary
 from profstore.tensorcast.stores import close_shared
 
-from tests.tensorcast.simulation import DEVICE, TENSOR_CAST, require_tensor_cast
+from tests.tensorcast.simulation import DEVICE, copy_model, require_tensor_cast
 
 pytestmark = [pytest.mark.requires_perfdb, pytest.mark.sqlite_only]
 
@@ -47,12 +47,15 @@ def factory(config):
                                                  DeviceProfile.all_device_profiles[DEVICE])
 
 
-def model_path() -> str:
-    return str(TENSOR_CAST / "tests" / "assets" / "model_config" / "qwen3_dense_32b")
+@pytest.fixture
+def model_path(tmp_path) -> str:
+    """The model config copied into the test's own folder (see ``copy_model``)."""
+    return str(copy_model("qwen3_dense_32b", tmp_path / "models"))
 
 
-def test_the_profiling_model_answers_from_profstore_with_each_configurations_sizes(installed):
-    (model,) = factory(user_input(model_path(), "--tp-size", "4", "--num-devices", "8"))
+def test_the_profiling_model_answers_from_profstore_with_each_configurations_sizes(
+        installed, model_path):
+    (model,) = factory(user_input(model_path, "--tp-size", "4", "--num-devices", "8"))
     source = model.data_source.inner
     assert isinstance(source, ProfstoreDataSource)
     assert (source.context.tp_size, source.compact, source.miss_codes) == (4, True, "upstream")
@@ -61,18 +64,18 @@ def test_the_profiling_model_answers_from_profstore_with_each_configurations_siz
     assert isinstance(model, CachingPerformanceModel)  # the runtime leaves it unwrapped
 
 
-def test_a_process_that_cannot_open_the_store_records_why(installed):
+def test_a_process_that_cannot_open_the_store_records_why(installed, model_path):
     database, run_dir = installed
     close_shared()
     database.unlink()  # as if the file went away before a worker opened it
     with pytest.raises(Exception) as raised:
-        factory(user_input(model_path(), "--tp-size", "8", "--num-devices", "8"))
+        factory(user_input(model_path, "--tp-size", "8", "--num-devices", "8"))
     (error,) = recorder().stats.errors
     assert error.startswith(type(raised.value).__name__ + ": ") and str(database) in error
     assert RunSummary.collect(run_dir).errors() == [error]  # flushed at once
 
 
-def test_uninstall_gives_upstream_its_factory_back(installed):
+def test_uninstall_gives_upstream_its_factory_back(installed, model_path):
     uninstall()
-    (model,) = factory(user_input(model_path(), "--tp-size", "8", "--num-devices", "8"))
+    (model,) = factory(user_input(model_path, "--tp-size", "8", "--num-devices", "8"))
     assert type(model.data_source).__name__ == "InterpolatingDataSource"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tensorcast.cli_runs import copy_model, profstore
-from tests.tensorcast.simulation import DEVICE, require_tensor_cast
+from tests.tensorcast.cli_runs import profstore
+from tests.tensorcast.simulation import DEVICE, copy_model, require_tensor_cast
 
 pytestmark = [pytest.mark.requires_perfdb, pytest.mark.sqlite_only]  # the CLI and
 # TensorCast's runner; test_commands.py runs a search on PostgreSQL
