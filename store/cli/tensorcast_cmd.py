@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from profstore.cli.common import CliError, check_database, db_url
 
 if TYPE_CHECKING:
-    from profstore.tensorcast.draw_runs import DrawRequest
+    from profstore.tensorcast.draw_search import DrawRequest
 
 
 def tensorcast(args: argparse.Namespace) -> int:
@@ -40,8 +40,8 @@ def tensorcast(args: argparse.Namespace) -> int:
         if draws is None:
             result = run(request)
         else:
-            from profstore.tensorcast.draw_report import render as render_draws
-            from profstore.tensorcast.draw_runs import run_with_draws
+            from profstore.tensorcast.draw_search import run_with_draws
+            from profstore.tensorcast.draws.report import render as render_draws
 
             result, drawn = run_with_draws(request, draws)
     except (UpstreamError, ValueError) as exc:
@@ -98,7 +98,7 @@ def analytic_check(args: argparse.Namespace) -> int:
 
 def _draws(args: argparse.Namespace) -> DrawRequest | None:
     """``--draws`` and its options, checked before anything runs."""
-    from profstore.tensorcast.draw_runs import DrawRequest, check_request
+    from profstore.tensorcast.draw_search import DrawRequest, check_request
 
     if args.draws is None:
         if args.fallback_error is not None:

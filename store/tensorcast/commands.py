@@ -33,7 +33,7 @@ from profstore.tensorcast.upstream import UpstreamError, command_module
 
 if TYPE_CHECKING:
     from profstore.tensorcast.compare import CompareCounts
-    from profstore.tensorcast.drawn_source import ModelRecord
+    from profstore.tensorcast.draws.source import ModelRecord
 
 SEARCH = "throughput-optimizer"
 """The command whose result is a ranked table of configurations."""
@@ -103,7 +103,7 @@ def run(request: CommandRequest) -> CommandResult:
         summary = RunSummary.collect(run_dir)
         models = None
         if settings.draw is not None:
-            from profstore.tensorcast.drawn_source import collect
+            from profstore.tensorcast.draws.source import collect
 
             models = collect(run_dir)
         compared = None

@@ -163,11 +163,13 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
         raise
     fallback: Any = AnalyticPerformanceModel(device_profile)
     record = None
-    if settings.draw is not None:  # --draws: answers times their errors (drawn_source)
-        from profstore.tensorcast import drawn_source
+    if settings.draw is not None:  # --draws: answers times their errors (draws.source)
+        from profstore.tensorcast.draws import source as drawn_source
 
-        source, fallback, record = drawn_source.attach(settings, user_input, source,
-                                                       fallback, metered)
+        run = drawn_source.DrawRun(settings.draw, settings.db, settings.version,
+                                   settings.run_dir)
+        source, fallback, record = drawn_source.attach(run, user_input, source, fallback,
+                                                       metered)
     ledger = ModelLedger(config_of(user_input))
     stats.models.append(ledger)
     model = counted_model_class()(device_profile, source, fallback, metered, ledger,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profstore.tensorcast.draw_spec import DrawSpec
+if TYPE_CHECKING:  # --draws only: its package is imported when a draw is asked for
+    from profstore.tensorcast.draws.spec import DrawSpec
+
 
 ENVIRONMENT = "PROFSTORE_TENSORCAST"
 
@@ -47,5 +49,8 @@ class Settings:
         if not text:
             return None
         data = json.loads(text)
-        data["draw"] = DrawSpec.from_json(data.get("draw"))
+        if data.get("draw") is not None:
+            from profstore.tensorcast.draws.spec import DrawSpec
+
+            data["draw"] = DrawSpec.from_json(data["draw"])
         return cls(**data)

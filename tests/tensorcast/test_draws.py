@@ -21,10 +21,10 @@ from profstore.api import Store
 from profstore.evaluation.uncertainty import ErrorModel
 from profstore.evaluation.workload import load_workload, run_workload
 from profstore.paths.base import regime_key
-from profstore.tensorcast import draws
-from profstore.tensorcast.draw_report import NO_WINNER, build_report
-from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors
-from profstore.tensorcast.drawn_source import ModelRecord, OpRecord
+from profstore.tensorcast.draws import errors as draws
+from profstore.tensorcast.draws.report import NO_WINNER, build_report
+from profstore.tensorcast.draws.source import ModelRecord, OpRecord
+from profstore.tensorcast.draws.spec import DrawSpec, FallbackErrors
 from profstore.tensorcast.ranking import Ranked, matches
 
 from tests.support.evaluation import RMS_OP, SQUARE, UNVERIFIED, write_rms

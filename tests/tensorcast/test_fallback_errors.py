@@ -11,9 +11,10 @@ import math
 import numpy as np
 import pytest
 from profstore.model.result import QuerySource, Reason
-from profstore.tensorcast import calibrated, draws
+from profstore.tensorcast import calibrated
 from profstore.tensorcast.analytic_check import Observation, check
-from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors
+from profstore.tensorcast.draws import errors as draws
+from profstore.tensorcast.draws.spec import DrawSpec, FallbackErrors
 from profstore.tensorcast.ledger import Kind, PricedOp
 
 SEED = 7

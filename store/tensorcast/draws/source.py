@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from profstore.model.result import QueryResult
-from profstore.tensorcast import draws
-from profstore.tensorcast.draw_spec import DrawSpec
+from profstore.tensorcast.draws import errors as draws
+from profstore.tensorcast.draws.spec import DrawSpec
 from profstore.tensorcast.ledger import config_of, op_class
 from profstore.tensorcast.metered import MeteredDataSource
-from profstore.tensorcast.settings import Settings
 from profstore.tensorcast.stores import shared_store
 from profstore.tensorcast.tensorcast_result import TensorCastResult
 
@@ -158,18 +157,27 @@ _PROCESS: dict[tuple[int, str | None], tuple[DrawRecorder, draws.Distributions]]
 """This process's recorder and error distributions, per run folder."""
 
 
-def attach(settings: Settings, user_input: Any, source: Any, fallback: Any,
+@dataclass(frozen=True)
+class DrawRun:
+    """What a process's drawn models share: the draw, the database and version whose error
+    distributions they read, and the run folder their records go to."""
+
+    spec: DrawSpec
+    db: str
+    version: str
+    run_dir: str | None
+
+
+def attach(run: DrawRun, user_input: Any, source: Any, fallback: Any,
            metered: MeteredDataSource) -> tuple[DrawnDataSource, DrawnFallback, ModelRecord]:
     """The drawn data source and fallback of one model, and the record they fill."""
-    assert settings.draw is not None
-    state = _PROCESS.get((os.getpid(), settings.run_dir))
+    state = _PROCESS.get((os.getpid(), run.run_dir))
     if state is None:
-        dists = draws.Distributions(shared_store(settings.db), settings.version)
-        state = _PROCESS[(os.getpid(), settings.run_dir)] = (DrawRecorder(settings.run_dir),
-                                                              dists)
+        dists = draws.Distributions(shared_store(run.db), run.version)
+        state = _PROCESS[(os.getpid(), run.run_dir)] = (DrawRecorder(run.run_dir), dists)
     record = ModelRecord(config_of(user_input))
     state[0].models.append(record)
-    drawn = DrawnDataSource(source, metered, settings.draw, state[1], record)
+    drawn = DrawnDataSource(source, metered, run.spec, state[1], record)
     return drawn, DrawnFallback(fallback, drawn), record
 
 

@@ -38,7 +38,7 @@ from profstore.evaluation.uncertainty import ErrorModel, answer_error, default_c
 from profstore.model.result import QueryResult
 from profstore.paths.base import regime_key
 from profstore.tensorcast.analytic_check import MIN_OPS, AnalyticCheck
-from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors
+from profstore.tensorcast.draws.spec import DrawSpec, FallbackErrors
 
 
 def identity(result: QueryResult) -> list[Any]:

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from profstore.tensorcast.draw_spec import FallbackErrors
-from profstore.tensorcast.drawn_source import ModelRecord
+from profstore.tensorcast.draws.source import ModelRecord
+from profstore.tensorcast.draws.spec import FallbackErrors
 from profstore.tensorcast.ranking import Ranked, matches
 
 ROBUST_SHARE = 0.8

@@ -1,5 +1,7 @@
 """``profstore tensorcast throughput-optimizer --draws K``: the search, then K more in which
-every answer is multiplied by its draw (``draws``); which configuration wins in each.
+every answer is multiplied by its draw (the ``draws`` package); which configuration wins in
+each. It sits beside ``commands`` (it runs the command K + 1 times), outside the package the
+workers import.
 
 Each search is upstream's own command run by ``commands.run`` (all its processes draw
 alike: the draw travels in ``Settings``). The ranking is upstream's own ranked table
@@ -15,10 +17,10 @@ from time import perf_counter
 
 from profstore.tensorcast import analytic_check
 from profstore.tensorcast.commands import CommandRequest, CommandResult, run
-from profstore.tensorcast.draw_report import DrawReport, build_report
-from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors, check_fallback_error
-from profstore.tensorcast.drawn_source import ModelRecord
-from profstore.tensorcast.draws import errors_from_check, fallback_error
+from profstore.tensorcast.draws.errors import errors_from_check, fallback_error
+from profstore.tensorcast.draws.report import DrawReport, build_report
+from profstore.tensorcast.draws.source import ModelRecord
+from profstore.tensorcast.draws.spec import DrawSpec, FallbackErrors, check_fallback_error
 from profstore.tensorcast.ranking import Ranked, ranked_tables
 from profstore.tensorcast.settings import Settings
 from profstore.tensorcast.upstream import UpstreamError, command_module
