@@ -6,6 +6,8 @@ performance models with) by one that gives the ``profiling`` model a
 ``ProfstoreDataSource`` on this process's shared store (``stores``), with the EP and TP
 sizes of each configuration's own parallel config. ``uninstall()`` puts upstream's back.
 A worker process started with ``spawn`` installs from the environment (``worker``).
+Neither imports TensorCast: the factory is replaced when the runner's module is imported
+(``runner_hook``), where upstream's own process first imports it.
 
 The empirical model it builds is upstream's ``EmpiricalPerformanceModel``, made to count
 every call: it is registered as a (virtual) ``CachingPerformanceModel``, so the runtime
@@ -17,9 +19,12 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from time import perf_counter
+from types import ModuleType
 from typing import Any
 
+from profstore.tensorcast import runner_hook
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.metered import MeteredDataSource
 from profstore.tensorcast.run_stats import Recorder
@@ -54,22 +59,27 @@ def check(settings: Settings) -> None:
 
 
 def install_settings(settings: Settings) -> None:
-    from tensor_cast.core.model_runner import ModelRunner
-
-    if "original" not in _ACTIVE:
-        _ACTIVE["original"] = ModelRunner.__dict__["create_performance_models"]
+    """Install ``settings`` in this process: the factory is replaced on the model runner's
+    module when it is imported (``runner_hook``), so this imports nothing of TensorCast."""
     _ACTIVE["settings"] = settings
     _ACTIVE.pop("recorder", None)  # the next one writes to this installation's run_dir
-    ModelRunner.create_performance_models = staticmethod(create_performance_models)
+    runner_hook.when_imported(_replace_factory)
+
+
+def _replace_factory(module: ModuleType) -> None:
+    runner = module.ModelRunner
+    if "original" not in _ACTIVE:
+        _ACTIVE["original"] = runner.__dict__["create_performance_models"]
+    runner.create_performance_models = staticmethod(create_performance_models)
 
 
 def uninstall() -> None:
-    from tensor_cast.core.model_runner import ModelRunner
-
+    runner_hook.forget()
     original = _ACTIVE.pop("original", None)
     _ACTIVE.pop("settings", None)
-    if original is not None:
-        ModelRunner.create_performance_models = original
+    module = sys.modules.get(runner_hook.RUNNER_MODULE)
+    if original is not None and module is not None:
+        module.ModelRunner.create_performance_models = original
 
 
 def recorder() -> Recorder:
