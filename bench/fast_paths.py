@@ -23,8 +23,9 @@ from typing import Any
 from unittest.mock import patch
 
 from profstore import LeafOp, Store
-from profstore.lookup import base_exact
+from profstore.lookup import base_exact, nearest_regime
 from profstore.model import exact_keys
+from profstore.model.clock_cache import ClockCache
 from profstore.paths import base, generic
 from profstore.storage import queries
 from profstore.storage import schema as t
@@ -151,6 +152,7 @@ def measure(db: str, workloads: Path) -> list[Saving]:
         Saving("regime-key memo (reverted)", memo_read, median_us(lambda: extraction.regime_key),
                counts.get("regime_key", 0) / n, lookup_us),
         regime_text_cache(db),
+        nearest_regime_cache(db),
         Saving("signature memo (reverted)", memo_read, signature_us,
                (len(keys) - len(set(keys))) / n, lookup_us),
     ]
@@ -180,6 +182,41 @@ def regime_text_cache(db: str, sweep: int = 300, rounds: int = 6) -> Saving:
     return Saving("regime-key text cache, 1-D", fast, slow, 1.0, slow)
 
 
+def _mul_fp32(tokens: int) -> dict[str, Any]:
+    """A decode search's fp32 ``aten.mul.Tensor`` (RMSNorm's scale): v0.18 measures no fp32
+    regime of it, so every batch size is a regime miss with nearest regimes."""
+    big, small = [1, tokens, 5120], [1, tokens, 1]
+    spec = {"dtype": "float32", "format": None}
+    return {"op": "aten.mul.Tensor", "args": [{"shape": big, **spec}, {"shape": small, **spec}],
+            "outputs": [{"shape": big, **spec}], "context": {"ep_size": 8, "tp_size": 4}}
+
+
+def nearest_regime_cache(db: str, sweep: int = 200, rounds: int = 6) -> Saving:
+    """``closest``'s cache and per-key texts (lookup/nearest_regime.py) on the lookups they
+    serve: regime misses of one op at successive shapes, as a search asks them, with and
+    without (no cache, each regime's texts made per call), alternating."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    leaves = [LeafOp.from_json(_mul_fp32(tokens)) for tokens in range(2, 2 + sweep)]
+    assert Store.open(db).lookup(leaves[0], VERSION).details.get("nearest_regimes")
+    uncached = (nearest_regime.ClockCache(0),
+                lambda key: nearest_regime._Texts(nearest_regime._parsed(key)))
+    with Store.open(db) as store:
+        for n in range(rounds):
+            for cached in (n % 2 == 0, n % 2 == 1):
+                cache, texts = ((ClockCache(4096), nearest_regime._key_texts) if cached
+                                else uncached)
+                with patch.object(nearest_regime, "_CLOSEST", cache), \
+                        patch.object(nearest_regime, "_key_texts", texts):
+                    store.clear_cache()
+                    store.lookup(LeafOp.from_json(_mul_fp32(1)), VERSION)
+                    started = time.perf_counter()
+                    for leaf in leaves:
+                        store.lookup(leaf, VERSION)
+                    times[cached].append((time.perf_counter() - started) / sweep * 1e6)
+    fast, slow = statistics.median(times[True]), statistics.median(times[False])
+    return Saving("nearest-regime cache, misses", fast, slow, 1.0, slow)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.fast_paths",
                                      description=__doc__.split("\n\n")[0])
@@ -190,7 +227,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"realistic stream (each leaf once, fresh Store): {savings[0].lookup_us:.1f} us a "
           f"lookup; warm lookup (answer cached): {savings[2].lookup_us:.2f} us")
     print(f"{'fast path':<28} {'fast us':>8} {'slow us':>8} {'/lookup':>8} {'saved':>9}")
-    print("(the text cache's row times whole 1-D lookups in a regime already read)")
+    print("(the text cache's row times whole 1-D lookups in a regime already read; the "
+          "nearest-regime row whole regime misses at successive shapes)")
     for saving in savings:
         print(saving.line())
 
