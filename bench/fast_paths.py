@@ -198,8 +198,8 @@ def nearest_regime_cache(db: str, sweep: int = 200, rounds: int = 6) -> Saving:
     times: dict[bool, list[float]] = {True: [], False: []}
     leaves = [LeafOp.from_json(_mul_fp32(tokens)) for tokens in range(2, 2 + sweep)]
     assert Store.open(db).lookup(leaves[0], VERSION).details.get("nearest_regimes")
-    uncached = (nearest_regime.ClockCache(0),
-                lambda key: nearest_regime._Texts(nearest_regime._parsed(key)))
+    uncached: tuple[ClockCache[Any, Any], Callable[[str], Any]] = (
+        ClockCache(0), lambda key: nearest_regime._Texts(nearest_regime._parsed(key)))
     with Store.open(db) as store:
         for n in range(rounds):
             for cached in (n % 2 == 0, n % 2 == 1):

@@ -74,12 +74,12 @@ def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[st
 class _Texts(dict[str, str]):
     """A regime's values as JSON text, each made on first use (``_same``'s second test)."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, regime: Mapping[str, Any]) -> None:
         super().__init__()
-        self.values = values
+        self.regime = regime
 
     def __missing__(self, name: str) -> str:
-        text = self[name] = _text(self.values.get(name))
+        text = self[name] = _text(self.regime.get(name))
         return text
 
 
