@@ -11,6 +11,7 @@ TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against anal
 
     python -m bench.bench_tensorcast [--root ../shared/perfdb] [--db perf.db] [--rounds 2]
                                      [--scenarios dense moe decode-step] [--out FILE_STEM]
+                                     [--baseline-python ../main/.venv/bin/python]
 
 Each round runs every scenario's commands one after the other (analytic, upstream,
 profstore), so a machine that gets busier mid-run shows in every source alike; a figure is
@@ -43,6 +44,8 @@ COMPLETED = re.compile(r"All experiments completed in ([0-9.]+) seconds")
 TOP = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
                  r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
 STEP = re.compile(r"\[(?:analytic|empirical)\] Execution time: ([0-9.]+) s")
+BASELINE = "profstore-baseline"
+"""``profstore tensorcast`` run by ``--baseline-python`` (another checkout's interpreter)."""
 UPSTREAM = {"throughput-optimizer": "cli.inference.throughput_optimizer",
             "text-generate": "cli.inference.text_generate"}
 
@@ -76,10 +79,11 @@ def _environment() -> dict[str, str]:
 
 
 def _command(scenario: Scenario, source: str, model: Path, db: str, root: Path,
-             stats: Path) -> list[str]:
+             stats: Path, baseline: str | None) -> list[str]:
     args = [str(model), *scenario.args]
-    if source == "profstore":
-        return [sys.executable, "-m", "profstore", "tensorcast", scenario.command, "--db", db,
+    if source.startswith("profstore"):
+        python = baseline if source == BASELINE and baseline else sys.executable
+        return [python, "-m", "profstore", "tensorcast", scenario.command, "--db", db,
                 "--version", "v0.18", "--stats-json", str(stats), "--", *args]
     upstream = [sys.executable, "-m", UPSTREAM[scenario.command], *args,
                 "--performance-model"]
@@ -108,7 +112,7 @@ def _run(scenario: Scenario, source: str, command: list[str], stats: Path) -> Ru
     if top is not None:  # a search where no configuration meets the limits has no table
         run.best, run.best_throughput, run.batch = (
             top.group(2), float(top.group(1)), int(top.group(3)))
-    if source == "profstore":
+    if source.startswith("profstore"):
         run.lookups = _lookups(json.loads(stats.read_text(encoding="utf-8")))
     return run
 
@@ -122,8 +126,8 @@ def _lookups(data: dict[str, object]) -> dict[str, float]:
             "processes": float(data["processes_that_looked_up"])}  # type: ignore[arg-type]
 
 
-def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int
-        ) -> dict[str, object]:
+def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
+        baseline: str | None = None) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-tensorcast-"))
     try:
         work.chmod(0o755)  # TensorCast refuses a group- or world-writable model folder
@@ -137,24 +141,25 @@ def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int
             db = str(work / "perf.db")
             subprocess.run([sys.executable, "-m", "profstore", "ingest", str(root), "--db", db],
                            check=True, capture_output=True)
+        extra = (BASELINE,) if baseline else ()
         runs: dict[str, dict[str, list[Run]]] = {
-            s.name: {source: [] for source in s.sources} for s in scenarios}
+            s.name: {source: [] for source in (*s.sources, *extra)} for s in scenarios}
         for _ in range(rounds):
             for scenario in scenarios:
-                for source in scenario.sources:
+                for source in runs[scenario.name]:
                     stats = work / "stats.json"
                     command = _command(scenario, source, models[scenario.model], db, root,
-                                       stats)
+                                       stats, baseline)
                     runs[scenario.name][source].append(_run(scenario, source, command, stats))
-        return _report(scenarios, runs)
+        return _report(scenarios, runs, baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]]
-            ) -> dict[str, object]:
+def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]],
+            baseline: str | None) -> dict[str, object]:
     return {
-        "commit": _commit(), "cpus": os.cpu_count(),
+        "commit": _commit(), "cpus": os.cpu_count(), "baseline_python": baseline,
         "scenarios": {s.name: {
             "model": s.model, "command": s.command, "args": list(s.args),
             "runs": {source: [{**asdict(r), "outside_s": r.outside_s} for r in found]
@@ -177,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", choices=[s.name for s in SCENARIOS],
                         default=[s.name for s in SCENARIOS])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--baseline-python", metavar="PY",
+                        help="also run profstore tensorcast with this interpreter (another "
+                             "checkout's venv) as the source profstore-baseline, in each round")
     parser.add_argument("--out", type=Path,
                         help="the result files' path without suffix (default: "
                              "bench/results/tensorcast-<commit>)")
@@ -184,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error("--rounds: at least 1")
     chosen = [s for s in SCENARIOS if s.name in args.scenarios]
-    report = run(args.root, args.db, chosen, args.rounds)
+    report = run(args.root, args.db, chosen, args.rounds, args.baseline_python)
     stem = args.out or REPO / "bench" / "results" / f"tensorcast-{report['commit']}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(report)

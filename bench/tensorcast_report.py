@@ -40,7 +40,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def summary(runs: dict[str, list[Run]]) -> dict[str, Any]:
     """Per source the medians; then profstore over each other source, wall and search, and
-    profstore's time outside the search minus the analytic command's."""
+    profstore's time outside the search minus the analytic command's (and the baseline's)."""
     sources: dict[str, dict[str, Any]] = {}
     for source, found in runs.items():
         last = found[-1]
@@ -54,13 +54,16 @@ def summary(runs: dict[str, list[Run]]) -> dict[str, Any]:
                         for key in (found[0].lookups or {})}}
     ours = sources.get("profstore", {})
     ratios: dict[str, float | None] = {}
-    for other in ("analytic", "upstream"):
+    for other in ("analytic", "upstream", "profstore-baseline"):
         if other in sources:
             ratios[f"wall_over_{other}"] = _ratio(ours.get("wall_s"), sources[other]["wall_s"])
             ratios[f"completed_over_{other}"] = _ratio(ours.get("completed_s"),
                                                        sources[other]["completed_s"])
     if "analytic" in sources and ours.get("outside_s") is not None:
         ratios["outside_minus_analytic_s"] = ours["outside_s"] - sources["analytic"]["outside_s"]
+    if "profstore-baseline" in sources and ours.get("outside_s") is not None:
+        ratios["outside_minus_baseline_s"] = (ours["outside_s"]
+                                              - sources["profstore-baseline"]["outside_s"])
     return {"sources": sources, "profstore": ratios}
 
 
@@ -80,7 +83,8 @@ def _scenario(name: str, data: dict[str, Any]) -> list[str]:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for source, med in sources.items():
         runs = data["runs"][source]
-        best = med["best"] or (f"step {med['step_s']} s" if med["step_s"] else "no table")
+        best = (med["best"].replace(" | ", ", ") or
+                (f"step {med['step_s']} s" if med["step_s"] else "no table"))
         lines.append(f"| {source} | {_number(med['wall_s'])} | {_number(med['completed_s'])} | "
                      f"{_number(med['outside_s'])} | {_rounds(runs, 'wall_s')} | "
                      f"{_rounds(runs, 'completed_s')} | {_rounds(runs, 'load_before')} | "
