@@ -10,11 +10,16 @@
 #                    report of that pass goes to $PROFSTORE_PG_REPORT when set: .ci/with-postgres
 #                    fails a run without one)
 #   ./dev.sh bench   set up and run the benchmarks on ../shared/perfdb
+#   ./dev.sh docs    set up and build the documentation site into site/ (mkdocs build --strict;
+#                    the test suite builds it too: tests/meta/test_api_reference.py)
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_engines.py
-          tests/storage/test_packed_json.py tests/model/test_exact_keys.py
+          tests/storage/test_packed_json.py tests/storage/test_catalog.py tests/storage/test_accounting.py
+          tests/storage/test_points.py tests/storage/test_samples.py tests/storage/test_comm_samples.py
+          tests/storage/test_provenance.py tests/storage/test_views.py tests/storage/test_sql_door.py
+          tests/model/test_exact_keys.py
           tests/cli tests/evaluation tests/tensorcast tests/ingest tests/robustness tests/postgres tests/conformance
           tests/migrations)
 
@@ -27,7 +32,7 @@ setup() {
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   # strict editable mode: a link tree of the checkout under build/, which mypy and
   # import-linter read like any installed package (docs/adr/0097-strict-editable-install.md)
-  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast]}" \
+  "$VENV/bin/python" -m pip install --quiet -e "${1:-.[test,report,postgres,web,tensorcast,docs]}" \
     --config-settings editable_mode=strict
 }
 
@@ -54,10 +59,13 @@ case "${1:-}" in
         "$VENV/bin/python" -m pytest -q --backend postgresql "${report[@]}" "${PG_TESTS[@]}"
       fi
     fi ;;
+  docs)
+    setup ".[docs]"
+    "$VENV/bin/python" -m mkdocs build --strict ;;
   bench)
     setup
     "$VENV/bin/python" -m bench --root "${2:-../shared/perfdb}" ;;
   *)
-    echo "usage: ./dev.sh demo|test|bench" >&2
+    echo "usage: ./dev.sh demo|test|bench|docs" >&2
     exit 2 ;;
 esac

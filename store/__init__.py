@@ -1,9 +1,32 @@
 """profstore: an indexed SQL store of measured operator latencies.
 
-The public API is importable from the top package; names (``__version__`` too) are
-resolved on first use so that ``import profstore`` (and the CLI's start-up) stays cheap.
+The public API is the names of ``__all__`` here, those of ``profstore.tensorcast`` and
+the command line; every other module is internal. The names are resolved on first use
+(``__version__`` too) so that ``import profstore`` (and the CLI's start-up) stays cheap.
 
->>> from profstore import Store, LeafOp
+Examples:
+    The route of the reference's examples, from nothing: the demo profiling data that
+    ``profstore demo`` writes (latencies from a roofline formula), ingested with
+    ``profstore ingest`` into a new SQLite file, then one lookup of a measured row.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from profstore import LeafOp, Store
+    >>> from profstore.cli.demo_data import write_demo_data
+    >>> from profstore.cli.main import main
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> data = write_demo_data(folder / "data")
+    >>> main(["ingest", str(data), "--db", str(folder / "demo.db")])
+    v0.18: 4 files, 59 rows read, 59 accepted, 0 rejected (none) in ...s
+    hccl-v8.5: 1 files, 4 rows read, 4 accepted, 0 rejected (none) in ...s
+    0
+    >>> with Store.open(folder / "demo.db") as store:
+    ...     result = store.lookup(LeafOp.from_json({
+    ...         "op": "tensor_cast.rms_norm.default",
+    ...         "args": [{"shape": [64, 7168], "dtype": "bfloat16"},
+    ...                  {"shape": [7168], "dtype": "bfloat16"}, 1e-6]}), "v0.18")
+    >>> result.latency_us, result.source.value
+    (5.15584, 'MEASURED')
 """
 
 from __future__ import annotations
@@ -29,6 +52,14 @@ __all__ = [
 
 if TYPE_CHECKING:
     __version__: str
+    """The installed distribution's version (``0+unknown`` in a checkout never installed).
+
+    Examples:
+        >>> from importlib.metadata import version
+        >>> import profstore
+        >>> profstore.__version__ == version("profstore")
+        True
+    """
     from profstore.api import Store
     from profstore.model.leaf import LeafOp, TensorSpec
     from profstore.model.leaf_context import LeafContext

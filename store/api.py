@@ -20,10 +20,11 @@ from profstore.model.mapping import VersionMapping, merge_overlay
 from profstore.model.result import QueryResult, Reason
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
+    from profstore.storage.catalog import StoredVersion
     from profstore.storage.engines import ReadOnly
+    from profstore.storage.handles import Connection, Engine
     from profstore.storage.queries import CandidateQueries
     from profstore.storage.snapshot import Fingerprint, Generation
-    from sqlalchemy import Engine
 
 T = TypeVar("T")
 REFRESH_SECONDS = 1.0
@@ -59,12 +60,36 @@ warm lookup costs about one hash of the leaf), else ``(leaf, version, options)``
 
 
 class Store:
-    """An opened profiling store. Opening reads nothing but the schema revision; a
-    version's mapping is read on its first lookup, candidates per regime on demand.
+    """An opened profiling store: the library's entry point.
 
-    ``cache_size`` is the number of answers kept (about ``RESULT_ENTRY_BYTES`` each: the
-    default 65536 is up to about 330 MB); ``cache_bytes`` caps the same cache by memory
-    (the smaller bound wins)."""
+    Opening reads nothing but the schema revision; a version's mapping is read on its
+    first lookup, candidates per regime on demand. Open one with ``Store.open``; the
+    constructor takes an engine that is already at the schema's head revision. A store
+    is a context manager (``close`` on exit) and may be shared by threads.
+
+    Args:
+        engine: a SQLAlchemy engine on a database at this profstore's schema revision.
+        cache_size: the number of answers kept (about ``RESULT_ENTRY_BYTES`` each: the
+            default 65536 is up to about 330 MB).
+        cache_bytes: a memory cap on the same cache (the smaller bound wins); None: none.
+        mapping_overlay: a mapping merged over every version's ``op_mapping.yaml``.
+        refresh_seconds: how stale a cached answer may be after a re-ingest; None: cached
+            answers are never re-validated.
+
+    Raises:
+        ValueError: ``cache_bytes`` is not a non-negative integer.
+
+    Examples:
+        >>> from profstore import LeafOp, Store
+        >>> with Store.open(demo_db) as store:
+        ...     result = store.lookup(LeafOp.from_json({
+        ...         "op": "tensor_cast.rms_norm.default",
+        ...         "args": [{"shape": [64, 7168], "dtype": "bfloat16"},
+        ...                  {"shape": [7168], "dtype": "bfloat16"}, 1e-6],
+        ...         "outputs": [{"shape": [64, 7168], "dtype": "bfloat16"}]}), "v0.18")
+        >>> result.latency_us, result.source.value, result.details["method"]
+        (5.15584, 'MEASURED', 'base_exact')
+    """
 
     def __init__(self, engine: Engine, *, cache_size: int = 65536,
                  cache_bytes: int | None = None,
@@ -102,10 +127,27 @@ class Store:
 
     @property
     def queries(self) -> CandidateQueries:
+        """The candidate queries of the current generation (internal: profstore's own
+        evaluation tools read the rows through it; its type may change).
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     profile = store.profile("v0.18")
+            ...     store.queries.regime_keys(profile.id, "RmsNorm", "generic")[0][1]
+            13
+        """
         return self._generations.current.parts.queries
 
     @property
     def dispatcher(self) -> Dispatcher:
+        """The lookup dispatcher of the current generation (internal: the hold-out and
+        plot tools run one path through it; its type may change).
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     type(store.dispatcher).__name__
+            'Dispatcher'
+        """
         return self._generations.current.parts.dispatcher
 
     @classmethod
@@ -116,14 +158,44 @@ class Store:
         """Open a database by SQLAlchemy URL or SQLite file path.
 
         A writable open brings the schema to head; a read-only open refuses a database
-        that is not at this code's head revision (older or newer) with ``SchemaMismatch``
-        naming both revisions and the command to run, rather than migrating it. Every
-        lookup that queries reads one snapshot and follows a re-ingest at once; cached
-        answers are re-validated at most every ``refresh_seconds`` (None: never; see
-        store/storage/snapshot.py).
-        ``read_only="immutable"`` opens a SQLite file with ``immutable=1``; a read-only
-        open picks it on its own on read-only storage (storage/engines.py ``sqlite_read_uri``).
-        A file that cannot be opened raises ``DatabaseNotReadable`` (an ``OSError``).
+        that is not at this code's head revision (older or newer) rather than migrating
+        it. Every lookup that queries reads one snapshot and follows a re-ingest at once.
+
+        Args:
+            url_or_path: a SQLite file path or a SQLAlchemy URL
+                (``postgresql+psycopg://user@host/db``).
+            read_only: True (the default) to only read; False to create the database or
+                bring its schema to head; ``"immutable"`` to open a SQLite file with
+                ``immutable=1`` (a read-only open picks it on its own on read-only
+                storage).
+            mapping_overlay: a mapping merged over every version's ``op_mapping.yaml``.
+            cache_size: the number of answers kept.
+            cache_bytes: a memory cap on the answer cache; None: none.
+            refresh_seconds: how often cached answers are re-validated against a
+                re-ingest; None: never.
+
+        Returns:
+            The opened store; close it (or use it in a ``with`` block).
+
+        Raises:
+            FileNotFoundError: a read-only open of a SQLite file that does not exist.
+            profstore.storage.engines.DatabaseNotReadable: the file cannot be opened (an
+                ``OSError``).
+            profstore.storage.engines.SchemaMismatch: a read-only open of a database at
+                another schema revision (the message names both and
+                ``profstore db upgrade``).
+            ValueError: a malformed URL (one slash, a bad port) or ``cache_bytes``.
+            profstore.storage.reconnect.DatabaseUnavailable: a server that stays
+                unreachable.
+
+        Examples:
+            >>> store = Store.open(demo_db)
+            >>> store.versions()
+            ['v0.18', 'hccl-v8.5']
+            >>> store.close()
+            >>> Store.open(demo_db + ".absent")
+            Traceback (most recent call last):
+            FileNotFoundError: no database at ....absent; run profstore ingest first
         """
         from profstore.storage.engines import make_engine, probe, require_head, sqlite_file, upgrade
         from profstore.storage.urls import normalize_url, redact_url
@@ -146,6 +218,14 @@ class Store:
                    mapping_overlay=mapping_overlay, refresh_seconds=refresh_seconds)
 
     def close(self) -> None:
+        """Release the store's connections (a ``with`` block calls it on exit).
+
+        Never raises.
+
+        Examples:
+            >>> store = Store.open(demo_db)
+            >>> store.close()
+        """
         self._snapshots.close()
         self.engine.dispose()
 
@@ -164,14 +244,46 @@ class Store:
                exclude_samples: Iterable[int] = (),
                format_policy: FormatPolicy | Mapping[str, Any] | None = None,
                regime_policy: RegimePolicy | Mapping[str, Any] | None = None) -> QueryResult:
-        """The latency of one leaf operator in one version; never raises for a miss.
+        """The latency of one leaf operator in one version; a miss is an answer too.
 
-        ``exclude_samples`` hides measured rows (by sample id) from this query only:
-        hold-out evaluation asks through the same code path a real lookup uses.
-        ``format_policy`` states formats the leaf leaves unstated (lookup/format_resolution.py); a
-        policy with an unknown format or key raises ``ValueError``. ``regime_policy``
-        states regime equivalences (store/lookup/regime_policy.py); one naming an unknown op,
-        kernel, field or value raises ``ValueError``.
+        Args:
+            leaf: the leaf descriptor.
+            version: a version alias (``v0.18``) or name as ``profstore versions`` lists.
+            interpolation: False answers measured rows only (the base result).
+            exclude_samples: sample ids hidden from this query only (hold-out evaluation
+                asks through the same code path a real lookup uses).
+            format_policy: formats stated for the tensors the leaf leaves unstated (a
+                ``FormatPolicy`` or its JSON object).
+            regime_policy: stated regime equivalences (a ``RegimePolicy`` or its JSON
+                object, ``{"ops": {op: {field: {from: to}}}}``).
+
+        Returns:
+            The answer: ``latency_us`` with its ``source`` and the rows used in
+            ``details["matched_rows"]``, or a miss (``latency_us`` None) with its
+            ``reason`` and the evidence in ``details``. An unknown version is the miss
+            ``Reason.UNKNOWN_VERSION``.
+
+        Raises:
+            ValueError: ``leaf`` is not a ``LeafOp``, or a policy names an unknown op,
+                kernel, field, value or format.
+            profstore.storage.reconnect.DatabaseUnavailable: the server stays unreachable.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp.from_json({
+            ...     "op": "tensor_cast.rms_norm.default",
+            ...     "args": [{"shape": [100, 7168], "dtype": "bfloat16"},
+            ...              {"shape": [7168], "dtype": "bfloat16"}, 1e-6],
+            ...     "outputs": [{"shape": [100, 7168], "dtype": "bfloat16"}]})
+            >>> with Store.open(demo_db) as store:
+            ...     result = store.lookup(leaf, "v0.18")
+            ...     base = store.lookup(leaf, "v0.18", interpolation=False)
+            >>> round(result.latency_us, 6), result.source.value, result.details["method"]
+            (5.80096, 'INTERPOLATED', 'linear_1d')
+            >>> [(row["line"], row["weight"]) for row in result.details["matched_rows"]]
+            [(8, 0.4375), (9, 0.5625)]
+            >>> base.latency_us, base.reason.value
+            (None, 'no_exact_match')
         """
         if not isinstance(leaf, LeafOp):
             raise ValueError(f"leaf: expected a LeafOp, got {type(leaf).__name__}")
@@ -220,8 +332,28 @@ class Store:
         return result
 
     def check_regime_policy(self, policy: RegimePolicy, profile: Profile) -> None:
-        """``policy`` against the version's mapping and measured regimes (``ValueError``
-        naming the unknown op, kernel, field or value); each (policy, version) once."""
+        """Check a regime policy against a version's mapping and measured regimes.
+
+        Each (policy, version) pair is checked once; ``lookup`` and
+        ``ProfstoreDataSource`` call it before the first answer.
+
+        Args:
+            policy: the stated regime equivalences.
+            profile: the version, as ``Store.profile`` returns it.
+
+        Raises:
+            ValueError: the policy names an op, kernel, field or value the version does
+                not have.
+
+        Examples:
+            >>> from profstore.lookup.regime_policy import RegimePolicy
+            >>> policy = RegimePolicy.from_json(
+            ...     {"ops": {"aten.unknown.default": {"scale_mode": {"per_tensor": "per_token"}}}})
+            >>> with Store.open(demo_db) as store:
+            ...     store.check_regime_policy(policy, store.profile("v0.18"))
+            Traceback (most recent call last):
+            ValueError: ...aten.unknown.default...
+        """
         key = ("regime_policy", policy, profile.id)
         if self._checked.get(key) is not None:
             return
@@ -237,18 +369,67 @@ class Store:
 
     def lookup_many(self, leaves: Iterable[LeafOp], version: str,
                     interpolation: bool = True) -> list[QueryResult]:
+        """``lookup`` for each leaf in order.
+
+        Args:
+            leaves: the leaf descriptors.
+            version: the version to answer from.
+            interpolation: False answers measured rows only.
+
+        Returns:
+            One answer per leaf, in the order given.
+
+        Raises:
+            ValueError: an element is not a ``LeafOp``.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaves = [LeafOp.from_json({"op": "aten.mm.default", "args": [
+            ...     {"shape": [m, 7168], "dtype": "bfloat16"},
+            ...     {"shape": [7168, 4096], "dtype": "bfloat16"}]}) for m in (128, 200)]
+            >>> with Store.open(demo_db) as store:
+            ...     [round(r.latency_us, 6) for r in store.lookup_many(leaves, "v0.18")]
+            [67.754136, 81.846998]
+        """
         return [self.lookup(leaf, version, interpolation) for leaf in leaves]
 
     def clear_cache(self) -> None:
-        """Forget every answer and everything read from the samples (regime slices,
-        prepared candidates, triangulations, kernel presence and formats). A loaded
-        version's mapping is kept: it is a function of the ``profile_set`` state (row ids
-        and content hashes), so it is reused only while that state is unchanged, and a
-        re-ingest (a new id or hash) reads it again."""
+        """Forget every answer and everything read from the samples.
+
+        Regime slices, prepared candidates, triangulations, kernel presence and formats
+        go too. A loaded version's mapping is kept: it is a function of the
+        ``profile_set`` state (row ids and content hashes), so it is reused only while
+        that state is unchanged, and a re-ingest (a new id or hash) reads it again.
+        Never raises.
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     store.clear_cache()
+            ...     store.versions()
+            ['v0.18', 'hccl-v8.5']
+        """
         self._generations.reset()
 
     def profile(self, version: str) -> Profile | None:
-        """The version's profile as of now (re-read after a re-ingest)."""
+        """A version's profile as of now (re-read after a re-ingest).
+
+        Args:
+            version: a version alias or name.
+
+        Returns:
+            The version's id, alias and op mapping (an internal type), or None when the
+            database holds no such version.
+
+        Raises:
+            profstore.storage.reconnect.DatabaseUnavailable: the server stays unreachable.
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     profile = store.profile("v0.18")
+            ...     missing = store.profile("v9")
+            >>> profile.alias, "aten.mm.default" in profile.mapping.entries, missing
+            ('v0.18', True, None)
+        """
         return self._retrying(self._profile_now, version)
 
     def _profile_now(self, version: str) -> Profile | None:
@@ -276,8 +457,25 @@ class Store:
 
     def row_input_shapes(self, version: str, file_name: str,
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:
-        """The input shapes of the stored row at ``file_name`` line ``line_no`` of a version
-        (the CSV's own spelling); None for an unknown version or row."""
+        """The input shapes of one stored row (what TensorCast reports with an answer).
+
+        Args:
+            version: a version alias or name.
+            file_name: the CSV file's name, as ``details["matched_rows"]`` gives it.
+            line_no: the row's line in that file (the header is line 1).
+
+        Returns:
+            The row's input shapes, one tuple per input, or None for an unknown version
+            or row.
+
+        Raises:
+            profstore.storage.reconnect.DatabaseUnavailable: the server stays unreachable.
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     store.row_input_shapes("v0.18", "RmsNorm.csv", 8)
+            ((64, 7168), (7168,))
+        """
         from profstore.storage.provenance import file_input_shapes, input_shapes_of
 
         profile = self.profile(version)
@@ -293,15 +491,26 @@ class Store:
         return None if text is None else input_shapes_of(text)
 
     def versions(self) -> list[str]:
+        """The ingested versions' aliases, in the order they were first ingested.
+
+        Returns:
+            The aliases (``v0.18``; a communication version is ``hccl-v8.5``).
+
+        Raises:
+            profstore.storage.reconnect.DatabaseUnavailable: the server stays unreachable.
+
+        Examples:
+            >>> with Store.open(demo_db) as store:
+            ...     store.versions()
+            ['v0.18', 'hccl-v8.5']
+        """
         return self._retrying(self._versions)
 
     def _versions(self) -> list[str]:
-        from profstore.storage import schema as t
-        from sqlalchemy import select
+        from profstore.storage.catalog import known_aliases
 
         with self.engine.connect() as conn:
-            return list(conn.execute(select(t.profile_set.c.alias).order_by(t.profile_set.c.id))
-                        .scalars())
+            return known_aliases(conn)
 
     def _load_profile(self, version: str) -> Profile | None:
         from profstore.storage.catalog import find_profile
@@ -334,30 +543,16 @@ def _options_key(leaf: LeafOp, version: str, interpolation: bool,
     return (leaf, version, options)
 
 
-def _comm_profile(conn, row, mapping: VersionMapping) -> int | None:
+def _comm_profile(conn: Connection, row: StoredVersion, mapping: VersionMapping) -> int | None:
     """The HCCL profile a version's ``communication_data_ref`` points at (same device);
     without the field (the older layout), the version itself when it holds communication
     CSVs of its own."""
-    from profstore.storage import schema as t
-    from sqlalchemy import select
+    from profstore.storage.catalog import has_comm_samples, hccl_profile_id
 
     ref = mapping.header.get("communication_data_ref")
     if not ref:
-        return _own_comm_profile(conn, row.id)
-    directory = PurePosixPath(str(ref).rstrip("/")).name
-    p = t.profile_set.c
-    found = conn.execute(select(p.id).where(
-        p.framework == "hccl", p.device == row.device, p.directory == directory)).first()
-    return found[0] if found else None
-
-
-def _own_comm_profile(conn, profile_id: int) -> int | None:
-    from profstore.storage import schema as t
-    from sqlalchemy import select
-
-    c = t.comm_sample.c
-    found = conn.execute(select(c.id).where(c.profile_id == profile_id).limit(1)).first()
-    return profile_id if found else None
+        return row.id if has_comm_samples(conn, row.id) else None
+    return hccl_profile_id(conn, row.device, PurePosixPath(str(ref).rstrip("/")).name)
 
 
 @contextmanager

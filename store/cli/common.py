@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the option builders here serve --help, which opens no database
+    from profstore.storage.catalog import StoredVersion
     from profstore.storage.engines import ReadOnly
-    from sqlalchemy import Connection, Engine
-    from sqlalchemy.engine import Row
+    from profstore.storage.handles import Connection, Engine
 
 DB_ENV = "PROFSTORE_DB"
 DEFAULT_DB = "profstore.db"
@@ -90,7 +90,7 @@ def read_engine(args: argparse.Namespace) -> Iterator[Engine]:
         engine.dispose()
 
 
-def profile_row(conn: Connection, version: str) -> Row:
+def profile_row(conn: Connection, version: str) -> StoredVersion:
     """The ``profile_set`` row of a version named by alias or directory."""
     from profstore.storage.catalog import find_profile, known_aliases
 

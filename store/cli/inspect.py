@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 from profstore.cli.common import (
@@ -18,25 +19,30 @@ from profstore.cli.common import (
     read_engine,
 )
 from profstore.cli.output import emit, print_json, print_table
-from profstore.cli.sqlguard import (
+from profstore.paths.registry import ALL_PATHS
+from profstore.presentation.text_table import Column
+from profstore.storage.accounting import (
+    kernel_files,
+    refusal_counts,
+    rejected_by_reason_and_file,
+    rejected_rows,
+)
+from profstore.storage.catalog import all_versions
+from profstore.storage.handles import Connection
+from profstore.storage.sql_door import (
     Limits,
     ReadOnlyViolation,
     StatementTimeout,
-    check_statement,
-    guarded,
+    read_statement,
 )
-from profstore.paths.registry import ALL_PATHS
-from profstore.presentation.text_table import Column
-from profstore.storage import schema as t
-from sqlalchemy import Connection, column, func, select, table, text
+from profstore.storage.views import (
+    AXES,
+    DuplicateCoordinate,
+    RegimeSummary,
+    duplicate_coordinates,
+    regime_summaries,
+)
 
-AXES = ("axis_0", "axis_1", "axis_2")
-REGIMES_VIEW = table("regimes", *[column(n) for n in (
-    "version", "kernel_type", "path", "regime_key", "points", "latency_columns",
-    *[f"{a}_{end}" for a in AXES for end in ("min", "max")])])
-DUPLICATES_VIEW = table("duplicates", *[column(n) for n in (
-    "version", "kernel_type", "path", "regime_key", *AXES, "latency_column",
-    "rows_at_coordinate", "latency_min", "latency_median", "latency_max", "first_line")])
 AXIS_NAMES = {p.name: p.axis_names for p in ALL_PATHS}
 
 
@@ -50,11 +56,8 @@ VERSION_COLUMNS = [
 
 
 def versions(args: argparse.Namespace) -> int:
-    p = t.profile_set.c
-    fields = [p.alias, p.directory, p.device, p.framework, p.files, p.rows_read,
-              p.rows_accepted, p.rows_rejected, p.ingested_at, p.content_hash]
     with read_engine(args) as engine, engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(select(*fields).order_by(p.id))]
+        rows = [{c.key: getattr(v, c.key) for c in VERSION_COLUMNS} for v in all_versions(conn)]
     emit(rows, VERSION_COLUMNS, args.json, empty="no versions ingested")
     return 0
 
@@ -67,13 +70,9 @@ KERNEL_COLUMNS = [
 
 
 def kernels(args: argparse.Namespace) -> int:
-    k = t.kernel_file.c
-    fields = [k.kernel_type, k.file_name.label("file"), k.rows_read, k.rows_accepted,
-              k.rows_rejected, k.refusal]
     with read_engine(args) as engine, engine.connect() as conn:
         profile = profile_row(conn, args.version)
-        query = select(*fields).where(k.profile_id == profile.id).order_by(k.kernel_type)
-        rows = [dict(r._mapping) for r in conn.execute(query)]
+        rows = [asdict(f) for f in kernel_files(conn, profile.id)]
     emit(rows, KERNEL_COLUMNS, args.json, empty="no kernel files")
     return 0
 
@@ -86,16 +85,10 @@ REGIME_COLUMNS = [
 
 
 def regimes(args: argparse.Namespace) -> int:
-    v = REGIMES_VIEW.c
     with read_engine(args) as engine, engine.connect() as conn:
         profile = profile_row(conn, args.version)
-        query = select(REGIMES_VIEW).where(v.version == profile.alias)
-        if args.kernel:
-            query = query.where(v.kernel_type == args.kernel)
-        if args.path:
-            query = query.where(v.path == args.path)
-        found = conn.execute(query.order_by(v.kernel_type, v.path, v.regime_key)).all()
-    rows = [_regime(r._mapping) for r in found]
+        found = regime_summaries(conn, profile.alias, args.kernel, args.path)
+    rows = [_regime(r) for r in found]
     _emit_shown(rows, REGIME_COLUMNS, args.json, "no regimes")
     return 0
 
@@ -110,16 +103,14 @@ def _emit_shown(rows: list[dict[str, Any]], columns: list[Column], as_json: bool
         print_table(rows, columns, empty=empty)
 
 
-def _regime(row: Any) -> dict[str, Any]:
-    names = AXIS_NAMES.get(row["path"], AXES)
-    axes = [
-        {"name": names[i] if i < len(names) else axis, "min": row[f"{axis}_min"],
-         "max": row[f"{axis}_max"]}
-        for i, axis in enumerate(AXES) if row[f"{axis}_min"] is not None
-    ]
-    shown = " ".join(f"{a['name']}={_span(a['min'], a['max'])}" for a in axes)
-    return {"kernel": row["kernel_type"], "path": row["path"], "regime": row["regime_key"],
-            "points": row["points"], "latency_columns": row["latency_columns"],
+def _regime(row: RegimeSummary) -> dict[str, Any]:
+    names = AXIS_NAMES.get(row.path, AXES)
+    ranges = [(names[i] if i < len(names) else axis, found)
+              for i, (axis, found) in enumerate(zip(AXES, row.axes)) if found is not None]
+    axes = [{"name": name, "min": found.min, "max": found.max} for name, found in ranges]
+    shown = " ".join(f"{name}={_span(found.min, found.max)}" for name, found in ranges)
+    return {"kernel": row.kernel_type, "path": row.path, "regime": row.regime_key,
+            "points": row.points, "latency_columns": row.latency_columns,
             "axes": axes, "shown": shown or "-"}
 
 
@@ -139,22 +130,16 @@ DUPLICATE_COLUMNS = [
 
 
 def duplicates(args: argparse.Namespace) -> int:
-    v = DUPLICATES_VIEW.c
     with read_engine(args) as engine, engine.connect() as conn:
         profile = profile_row(conn, args.version)
-        query = select(DUPLICATES_VIEW).where(v.version == profile.alias)
-        if args.kernel:
-            query = query.where(v.kernel_type == args.kernel)
-        order = (v.kernel_type, v.path, v.regime_key, v.axis_0, v.axis_1, v.axis_2,
-                 v.latency_column)
-        found = conn.execute(query.order_by(*order)).all()
+        found = duplicate_coordinates(conn, profile.alias, args.kernel)
     _emit_shown([_duplicate(r) for r in found], DUPLICATE_COLUMNS, args.json,
                 "no duplicate coordinates")
     return 0
 
 
-def _duplicate(r: Any) -> dict[str, Any]:
-    coordinate = [a for a in (r.axis_0, r.axis_1, r.axis_2) if a is not None]
+def _duplicate(r: DuplicateCoordinate) -> dict[str, Any]:
+    coordinate = list(r.coordinate)
     names = AXIS_NAMES.get(r.path, AXES)
     shown = " ".join(f"{names[i] if i < len(names) else AXES[i]}={_span(a, a)}"
                      for i, a in enumerate(coordinate))
@@ -197,36 +182,21 @@ def rejected(args: argparse.Namespace) -> int:
 
 
 def _reject_counts(conn: Connection, profile_id: int) -> list[dict[str, Any]]:
-    r = t.rejected_row.c
-    n = func.count().label("count")
-    query = (select(r.reason_code, r.file_name.label("file"), n)
-             .where(r.profile_id == profile_id)
-             .group_by(r.reason_code, r.file_name)
-             .order_by(n.desc(), r.reason_code, r.file_name))
-    return [dict(row._mapping) for row in conn.execute(query)]
+    return [asdict(c) for c in rejected_by_reason_and_file(conn, profile_id)]
 
 
 def _reject_samples(conn: Connection, profile_id: int, limit: int) -> list[dict[str, Any]]:
-    r = t.rejected_row.c
-    query = (select(r.file_name.label("file"), r.line_no.label("line"), r.reason_code,
-                    r.reason, r.raw_text)
-             .where(r.profile_id == profile_id)
-             .order_by(r.file_name, r.line_no, r.id).limit(limit))
-    return [dict(row._mapping) for row in conn.execute(query)]
+    return [asdict(r) for r in rejected_rows(conn, profile_id, limit)]
 
 
 def _path_refusals(conn: Connection, profile_id: int) -> list[dict[str, Any]]:
     """Counts by kernel, path and reason code; the stored reason is ``code: message``."""
-    pr = t.path_refusal.c
-    query = (select(pr.kernel_type, pr.path, pr.reason, func.count().label("n"))
-             .where(pr.profile_id == profile_id)
-             .group_by(pr.kernel_type, pr.path, pr.reason))
     counts: Counter[tuple[str, str, str]] = Counter()
     examples: dict[tuple[str, str, str], str] = {}
-    for row in conn.execute(query):
+    for row in refusal_counts(conn, profile_id):
         code, _, message = row.reason.partition(": ")
-        key = (row.kernel_type, row.path, code)
-        counts[key] += row.n
+        key = (row.kernel, row.path, code)
+        counts[key] += row.count
         examples.setdefault(key, message or row.reason)
     return [{"kernel": k, "path": p, "reason": c, "count": counts[(k, p, c)],
              "example": examples[(k, p, c)]}
@@ -237,22 +207,20 @@ def sql(args: argparse.Namespace) -> int:
     params = dict(_param(p) for p in args.param)
     with read_engine(args) as engine, engine.connect() as conn:
         try:
-            check_statement(args.query, conn.dialect.name)
-            with guarded(conn, Limits(seconds=args.timeout)):
-                result = conn.execute(text(args.query), params)
-                names = list(result.keys())
-                fetched = result.fetchmany(args.max_rows + 1) if result.returns_rows else []
+            found = read_statement(conn, args.query, params, Limits(seconds=args.timeout),
+                                   args.max_rows)
         except ReadOnlyViolation as exc:
             raise CliError(f"profstore sql is read-only: {exc}") from None
         except StatementTimeout as exc:
             raise CliError(str(exc)) from None
-    rows = [dict(zip(names, r)) for r in fetched[:args.max_rows]]
+    names = found.columns
+    rows = [dict(zip(names, r)) for r in found.rows]
     if args.json:
         print_json(rows)
     else:
         columns = [Column(n, n, _numeric(rows, n), clip=80) for n in names]
         print_table(rows, columns, empty="(no rows)")
-    if len(fetched) > args.max_rows:
+    if found.more:
         print(f"profstore: output stopped at {args.max_rows} rows (--max-rows N shows more)",
               file=sys.stderr)
     return 0

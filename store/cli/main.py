@@ -19,7 +19,7 @@ from profstore.cli.reference import apply_help
 from profstore.cli.tensorcast_verbs import MISSING_SEPARATOR, register_tensorcast
 
 if TYPE_CHECKING:
-    from sqlalchemy.exc import SQLAlchemyError
+    from profstore.storage.handles import DatabaseError
 
 REGISTRARS = (verbs.register_ingest, verbs.register_inspect, verbs.register_lookup,
               verbs.register_evaluation, verbs.register_insight, register_tensorcast,
@@ -100,12 +100,12 @@ def _user_error(exc: Exception) -> str | None:
     its traceback). Imported here, not at start-up: these modules import SQLAlchemy."""
     from profstore.model.mapping import MappingError
     from profstore.storage.engines import DriverNotInstalled, SchemaMismatch
+    from profstore.storage.handles import DatabaseError
     from profstore.storage.urls import InvalidDatabaseUrl
-    from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, (MappingError, InvalidDatabaseUrl, SchemaMismatch)):
         return str(exc)
-    if isinstance(exc, SQLAlchemyError):
+    if isinstance(exc, DatabaseError):
         return f"database error: {_database_message(exc)}"
     if isinstance(exc, DriverNotInstalled):
         return str(exc)
@@ -117,7 +117,7 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _database_message(exc: SQLAlchemyError) -> str:
+def _database_message(exc: DatabaseError) -> str:
     """The driver's first line, without SQLAlchemy's background link, passwords redacted."""
     from profstore.storage.urls import redact_url
 

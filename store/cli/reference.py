@@ -38,6 +38,7 @@ EXAMPLES: dict[str, str] = {
                   "--stats-json stats.json -- qwen3_32b_config/ --device "
                   "ATLAS_800_A3_752T_128G_DIE --num-devices 8 --input-length 1024 "
                   "--output-length 256 --tp-sizes 4 8 --tpot-limit 50 --batch-range 1 64 -j 2",
+    "analytic-check": "profstore analytic-check stats.json --plot analytic.png",
     "gaps": "profstore gaps ../shared/workloads/qwen3_32b_decode.json --db perf.db "
             "--version v0.18 --budget 4 -o plan.csv",
     "diff": "profstore diff --db perf.db --from v0.15 --to v0.18 "

@@ -21,15 +21,22 @@ def tensorcast(args: argparse.Namespace) -> int:
     from profstore.tensorcast.upstream import UpstreamError
 
     draws = _draws(args)
+    saved = _saved_calibration(args)
     url = db_url(args)
     check_database(url)
     settings = Settings(url, _version(url, args.version), _json_option(args.context, "--context"),
                         _policy(args.format_policy), compare_dir=_compare_dir(args, url),
-                        regime_policy=_regimes(args))
+                        regime_policy=_regimes(args), calibration=saved)
     request = CommandRequest(args.tensorcast_command, settings, tuple(args.upstream_args),
                              args.tensorcast_root, args.stats_json, args.fallbacks,
                              args.compare_table if args.compare else None)
     try:
+        if args.calibrated_fallbacks == "":
+            from profstore.tensorcast.commands import calibration_run
+
+            request = calibration_run(request)
+            print(f"profstore: calibrated fallbacks for {len(request.settings.calibration or {})}"
+                  " op classes, from a first run of the command", file=sys.stderr)
         if draws is None:
             result = run(request)
         else:
@@ -39,7 +46,7 @@ def tensorcast(args: argparse.Namespace) -> int:
             result, drawn = run_with_draws(request, draws)
     except (UpstreamError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    print(render(result.summary, result.timing), file=sys.stderr)
+    print(render(result.summary, result.timing, result.best), file=sys.stderr)
     if draws is not None:
         print(render_draws(drawn), file=sys.stderr)
     if result.compared is not None:
@@ -48,6 +55,45 @@ def tensorcast(args: argparse.Namespace) -> int:
     if errors:
         raise CliError(f"a TensorCast process could not use profstore: {errors[0]}")
     return result.exit_code
+
+
+def _saved_calibration(args: argparse.Namespace) -> dict[str, dict[str, float]] | None:
+    """``--calibrated-fallbacks FILE``: the usable calibrations of a saved run."""
+    if not args.calibrated_fallbacks:
+        return None
+    from profstore.tensorcast.calibrated import read_saved
+
+    try:
+        found = read_saved(args.calibrated_fallbacks)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return {name: c.to_json() for name, c in found.items()}
+
+
+def analytic_check(args: argparse.Namespace) -> int:
+    """``profstore analytic-check STATS_JSON``: a saved run's time by source and check."""
+    from profstore.tensorcast.check_report import check_lines, plot
+    from profstore.tensorcast.summary import time_lines
+
+    if args.top <= 0:
+        raise CliError(f"--top must be a positive number of op classes, got {args.top}")
+    try:
+        data = json.loads(Path(args.stats).read_text(encoding="utf-8"))
+        check = data["analytic_check"]
+        data["time_by_source"], check["classes"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"{args.stats}: not a profstore tensorcast --stats-json file with an "
+                       f"analytic check ({type(exc).__name__}: {exc})") from None
+    if args.json:
+        keys = ("time_by_source", "best_configuration", "best_time_by_source",
+                "upstream_time_by_source", "time_by_class", "analytic_check")
+        print(json.dumps({k: data[k] for k in keys if k in data}, indent=2))
+    else:
+        print("\n".join([*time_lines(data), *check_lines(check, args.top)]))
+    if args.plot:
+        plot(data, args.plot, args.top)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
 
 
 def _draws(args: argparse.Namespace) -> DrawRequest | None:

@@ -21,6 +21,17 @@ model with the most simulated time.
 """
 
 
+CHECK_DESCRIPTION = """\
+Read a saved `profstore tensorcast ... --stats-json FILE` run: the simulated time by source
+(measured, interpolated, zero-cost, calibrated, analytic fallback by miss reason) for the run
+and its best configuration, and per op class (kernel, or op where none is mapped) the ratio
+measured / analytic over the ops profstore answered, with the leave-one-out error of
+TensorCast's raw analytic answer and of the class's calibration. A class is usable (its
+calibration may price fallbacks: --calibrated-fallbacks) with at least 5 ops and a calibrated
+error below the raw one.
+"""
+
+
 def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
     from profstore.cli.verbs import Run, add_regime_policy_option
 
@@ -60,5 +71,30 @@ def register_tensorcast(subparsers: argparse._SubParsersAction) -> None:
                    help="the seed of --draws (default: %(default)s)")
     p.add_argument("--fallback-error", metavar="F", type=float,
                    help="with --draws: a relative error F for answers TensorCast's analytic "
-                        "model gave, drawn as (1+F)**z, z standard normal (default: none)")
+                        "model gave, drawn as (1+F)**z, z standard normal; 0: none (default: "
+                        "each op class's error from the run's analytic check)")
+    p.add_argument("--calibrated-fallbacks", metavar="STATS_JSON", nargs="?", const="",
+                   help="price a miss of an op class whose calibration is usable as "
+                        "TensorCast's analytic answer times that calibration (source "
+                        "CALIBRATED); the calibration from a saved --stats-json file, else "
+                        "from a first run of the same command (default: off)")
     p.set_defaults(handler=Run(TENSORCAST, "tensorcast"), upstream_args=[])
+    register_analytic_check(subparsers)
+
+
+def register_analytic_check(subparsers: argparse._SubParsersAction) -> None:
+    from profstore.cli.common import json_options
+    from profstore.cli.verbs import Run
+
+    p = subparsers.add_parser(
+        "analytic-check", parents=[json_options()], description=CHECK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="a saved `profstore tensorcast` run: time by source, and TensorCast's analytic "
+             "model checked against the data per op class")
+    p.add_argument("stats", metavar="STATS_JSON",
+                   help="the run's --stats-json file")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="time by source per op class, and measured against analytic per class")
+    p.add_argument("--top", metavar="N", type=int, default=20,
+                   help="op classes in the tables and the plot (default: %(default)s)")
+    p.set_defaults(handler=Run(TENSORCAST, "analytic_check"))

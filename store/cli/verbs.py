@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import import_module
 
 from profstore.cli.common import add_version_option, db_options, json_options
-from profstore.cli.sqlguard import DEFAULT_SECONDS
+from profstore.storage.sql_door import DEFAULT_SECONDS
 
 INGEST = "profstore.cli.ingest_cmd"
 INSPECT = "profstore.cli.inspect"

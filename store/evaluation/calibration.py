@@ -21,8 +21,7 @@ from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
 from profstore.evaluation.uncertainty import DRAWS, ErrorModel, interval, op_errors
 from profstore.evaluation.workload import Workload, WorkloadRun, run_workload
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.samples import sample_ids as stored_sample_ids
 
 
 @dataclass
@@ -69,8 +68,7 @@ class Calibration:
 def sample_ids(store: Store, version: str) -> list[int]:
     profile = known_profile(store, version)
     with store.engine.connect() as conn:
-        return sorted(conn.execute(select(t.sample.c.id).where(
-            t.sample.c.profile_id == profile.id)).scalars())
+        return stored_sample_ids(conn, profile.id)
 
 
 def run_trial(store: Store, workload: Workload, full: WorkloadRun, model: ErrorModel,

@@ -20,8 +20,7 @@ from profstore.api import Store
 from profstore.evaluation.workload import Workload, run_workload
 from profstore.model.mapping import MappingEntry
 from profstore.paths.registry import selector_of
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.points import version_points
 
 MAPPING_FIELDS = ("kernel_type", "alternate_kernel_types", "selector", "zero_cost")
 WORST = 3
@@ -133,15 +132,12 @@ def coordinates(store: Store, version: str) -> dict[Key, Measured]:
     if profile is None:
         raise ValueError(f"unknown version {version!r}; ingested: "
                          f"{', '.join(store.versions()) or 'none'}")
-    p = t.sample_point.c
-    stmt = select(p.kernel_type, p.path, p.regime_key, p.axis_0, p.axis_1, p.axis_2,
-                  p.semantic_key, p.latency_us, p.sample_id).where(p.profile_id == profile.id)
     rows: dict[Key, list[tuple[float, int]]] = {}
     with store.engine.connect() as conn:
-        for kernel, path, regime, a0, a1, a2, semantic, latency, sample in conn.execute(stmt):
-            axes = tuple(float(v) for v in (a0, a1, a2) if v is not None)
-            rows.setdefault((kernel, path, regime, axes, semantic or ""), []).append(
-                (float(latency), int(sample)))
+        points = version_points(conn, profile.id)
+    for p in points:
+        rows.setdefault((p.kernel, p.path, p.regime_key, p.axes, p.semantic_key or ""),
+                        []).append((float(p.latency_us), int(p.sample_id)))
     return {k: Measured(float(np.median([v for v, _ in r])), tuple(sorted(s for _, s in r)))
             for k, r in rows.items()}
 

@@ -33,8 +33,7 @@ from profstore.lookup.dispatch import Profile
 from profstore.paths.base import Refusal, TargetContext
 from profstore.paths.registry import path_for, selector_of
 from profstore.presentation.fallback_price import PricedMiss, prices
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.points import kernel_points
 
 COVERED = ("MEASURED", "INTERPOLATED")
 
@@ -126,14 +125,12 @@ class _Data:
 
     def regimes(self, kernel: str, path: str) -> dict[str, dict[Coordinate, float]]:
         if kernel not in self.loaded:
-            p = t.sample_point.c
-            stmt = select(p.path, p.regime_key, p.axis_0, p.axis_1, p.axis_2, p.latency_us
-                          ).where(p.profile_id == self.profile.id, p.kernel_type == kernel)
             found: dict[tuple[str, str], dict[Coordinate, list[float]]] = {}
             with self.store.engine.connect() as conn:
-                for pa, key, a0, a1, a2, latency in conn.execute(stmt):
-                    axes = tuple(float(v) for v in (a0, a1, a2) if v is not None)
-                    found.setdefault((pa, key), {}).setdefault(axes, []).append(latency)
+                points = kernel_points(conn, self.profile.id, kernel)
+            for p in points:
+                found.setdefault((p.path, p.regime_key), {}).setdefault(p.axes, []).append(
+                    p.latency_us)
             self.loaded[kernel] = {k: {c: float(np.median(v)) for c, v in coords.items()}
                                    for k, coords in found.items()}
         return {key: coords for (pa, key), coords in self.loaded[kernel].items() if pa == path}

@@ -31,9 +31,8 @@ from profstore.model.latency_column import column_rank
 from profstore.model.mapping import KernelPolicy, MappingEntry, VersionMapping
 from profstore.paths.base import Extraction, OperatorPath
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
-from profstore.storage import schema as t
+from profstore.storage.points import point_samples
 from profstore.storage.regime_slice import MeasuredRow
-from sqlalchemy import select
 
 Coordinate = tuple[float, ...]
 COMMUNICATION = "communication"
@@ -169,20 +168,15 @@ class _Regime:
 
 def load_regimes(store: Store, profile_id: int, kernel: str | None, path: str | None,
                  regime_key: str | None) -> list[_Regime]:
-    p = t.sample_point.c
-    stmt = select(p.kernel_type, p.path, p.regime_key, p.axis_0, p.axis_1, p.axis_2,
-                  p.semantic_key, p.sample_id).where(p.profile_id == profile_id)
-    for column, value in ((p.kernel_type, kernel), (p.path, path), (p.regime_key, regime_key)):
-        if value is not None:
-            stmt = stmt.where(column == value)
     regimes: dict[tuple[str, str, str], _Regime] = {}
     with store.engine.connect() as conn:
-        for k, pa, key, a0, a1, a2, semantic, sample in conn.execute(stmt):
-            regime = regimes.setdefault((k, pa, key), _Regime(k, pa, key))
-            axes = tuple(float(v) for v in (a0, a1, a2) if v is not None)
-            regime.samples.setdefault(axes, []).append(int(sample))
-            unit = (axes, semantic)
-            regime.units[unit] = regime.units.get(unit, 0) + 1
+        points = point_samples(conn, profile_id, kernel, path, regime_key)
+    for p in points:
+        regime = regimes.setdefault((p.kernel, p.path, p.regime_key),
+                                    _Regime(p.kernel, p.path, p.regime_key))
+        regime.samples.setdefault(p.axes, []).append(p.sample_id)
+        unit = (p.axes, p.semantic_key)
+        regime.units[unit] = regime.units.get(unit, 0) + 1
     return [regimes[k] for k in sorted(regimes)]
 
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from profstore.api import Store
 from profstore.lookup.communication import CommPoint, SizeCurve, bracketing_fit, global_fit
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.comm_samples import comm_samples
 
 NEAREST_K = 2
 METHODS = ("local", "nearest_k", "global", "nearest")
@@ -74,13 +73,10 @@ def _ape(predicted: float, truth: float) -> float:
 
 
 def _load(store: Store, profile_id: int) -> dict[tuple[str, int, str | None], list[CommPoint]]:
-    c = t.comm_sample.c
     groups: dict[tuple[str, int, str | None], list[CommPoint]] = defaultdict(list)
     with store.engine.connect() as conn:
-        for collective, devices, size, latency, tier, line in conn.execute(
-                select(c.collective, c.num_devices, c.message_bytes, c.latency_us,
-                       c.topology_tier, c.line_no).where(c.profile_id == profile_id)):
-            groups[(collective, int(devices), tier)].append(CommPoint(size, latency, tier, line))
+        for row in comm_samples(conn, profile_id):
+            groups[(row.collective, row.devices, row.point.tier)].append(row.point)
     return groups
 
 

@@ -10,8 +10,12 @@ from typing import Any
 
 from profstore.api import Store
 from profstore.evaluation.plot import PlotError, figure_legend, png_bytes, pyplot, small_multiples
-from profstore.storage import schema as t
-from sqlalchemy import func, select
+from profstore.storage.accounting import (
+    duplicate_coordinate_counts,
+    kernel_path_counts,
+    refusal_counts,
+    rejected_by_reason,
+)
 
 TOP_KERNELS = 10
 """Kernels drawn per panel (the most points first); the panel title counts the rest."""
@@ -47,28 +51,20 @@ def version_overview(store: Store, version: str) -> VersionOverview:
     profile = store.profile(version)
     if profile is None:
         raise PlotError(f"unknown version {version!r} (ingested: {', '.join(store.versions())})")
-    sp, pr, rr = t.sample_point.c, t.path_refusal.c, t.rejected_row.c
-    coordinate = select(sp.kernel_type, sp.path).where(sp.profile_id == profile.id).group_by(
-        sp.kernel_type, sp.path, sp.regime_key, sp.axis_0, sp.axis_1, sp.axis_2,
-        sp.latency_column).having(func.count() > 1).subquery()
     with store.engine.connect() as conn:
-        points = conn.execute(
-            select(sp.kernel_type, sp.path, func.count(), func.count(sp.regime_key.distinct()))
-            .where(sp.profile_id == profile.id).group_by(sp.kernel_type, sp.path)).all()
-        refused = conn.execute(select(pr.kernel_type, pr.path, func.count()).where(
-            pr.profile_id == profile.id).group_by(pr.kernel_type, pr.path)).all()
-        duplicated = conn.execute(select(coordinate.c.kernel_type, coordinate.c.path,
-                                         func.count()).group_by(coordinate.c.kernel_type,
-                                                                coordinate.c.path)).all()
-        rejected: dict[str, int] = {reason: n for reason, n in conn.execute(
-            select(rr.reason_code, func.count()).where(rr.profile_id == profile.id)
-            .group_by(rr.reason_code))}
+        points = kernel_path_counts(conn, profile.id)
+        refusals = refusal_counts(conn, profile.id)
+        duplicated = duplicate_coordinate_counts(conn, profile.id)
+        rejected = rejected_by_reason(conn, profile.id)
     cells: dict[tuple[str, str], KernelCounts] = {}
-    for kernel, path, n, regimes in points:
-        cells[(path, kernel)] = KernelCounts(kernel, points=n, regimes=regimes)
-    for rows, name in ((refused, "refused"), (duplicated, "duplicate_coordinates")):
-        for kernel, path, n in rows:
-            setattr(cells.setdefault((path, kernel), KernelCounts(kernel)), name, n)
+    for count in points:
+        cells[(count.path, count.kernel)] = KernelCounts(count.kernel, points=count.points,
+                                                        regimes=count.regimes)
+    for refusal in refusals:
+        cell = cells.setdefault((refusal.path, refusal.kernel), KernelCounts(refusal.kernel))
+        cell.refused += refusal.count
+    for (kernel, path), n in duplicated.items():
+        cells.setdefault((path, kernel), KernelCounts(kernel)).duplicate_coordinates = n
     by_path: dict[str, PathCounts] = {}
     for (path, _), counts in sorted(cells.items()):
         by_path.setdefault(path, PathCounts(path)).kernels.append(counts)

@@ -25,8 +25,7 @@ from profstore.evaluation.holdout import (
 )
 from profstore.paths.base import Extraction
 from profstore.paths.registry import path_named
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.points import RegimeCount, kernel_regimes, regime_points
 
 CURVE_SAMPLES = 240
 
@@ -63,20 +62,11 @@ class RegimeChoice:
 
 
 def list_regimes(store: Store, profile_id: int, kernel: str,
-                 path: str | None) -> list[tuple[str, str, str, int]]:
-    """(kernel, path, regime_key, points) in ``profstore regimes`` order (kernel, path,
-    regime key) with the same filters."""
-    p = t.sample_point.c
-    from sqlalchemy import func
-
-    stmt = (select(p.kernel_type, p.path, p.regime_key, func.count())
-            .where(p.profile_id == profile_id, p.kernel_type == kernel)
-            .group_by(p.kernel_type, p.path, p.regime_key)
-            .order_by(p.kernel_type, p.path, p.regime_key))
-    if path is not None:
-        stmt = stmt.where(p.path == path)
+                 path: str | None) -> list[RegimeCount]:
+    """The kernel's regimes with their point counts, in ``profstore regimes`` order
+    (kernel, path, regime key) with the same filters."""
     with store.engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(stmt)]
+        return kernel_regimes(conn, profile_id, kernel, path)
 
 
 def choose_regime(store: Store, version: str, kernel: str, path: str | None,
@@ -91,28 +81,24 @@ def choose_regime(store: Store, version: str, kernel: str, path: str | None,
         raise PlotError(f"no points for kernel {kernel!r}"
                         + (f" on path {path!r}" if path else "") + f" in {version}")
     if regime is None:
-        best = max(range(len(found)), key=lambda i: (found[i][3], -i))
+        best = max(range(len(found)), key=lambda i: (found[i].points, -i))
     elif regime.isdigit() and 1 <= int(regime) <= len(found):
         best = int(regime) - 1
     else:
-        matches = [i for i, r in enumerate(found) if r[2] == regime]
+        matches = [i for i, r in enumerate(found) if r.regime_key == regime]
         if not matches:
             raise PlotError(f"no regime {regime!r} for {kernel} (use a rank 1..{len(found)} "
                             "from `profstore regimes` or a regime_key)")
         best = matches[0]
-    k, p, key, _ = found[best]
-    return RegimeChoice(k, p, key, best + 1)
+    chosen = found[best]
+    return RegimeChoice(chosen.kernel, chosen.path, chosen.regime_key, best + 1)
 
 
 def _rows(store: Store, profile_id: int, choice: RegimeChoice) -> tuple[np.ndarray, np.ndarray]:
-    p = t.sample_point.c
-    stmt = select(p.axis_0, p.axis_1, p.axis_2, p.latency_us).where(
-        p.profile_id == profile_id, p.kernel_type == choice.kernel, p.path == choice.path,
-        p.regime_key == choice.regime_key)
     with store.engine.connect() as conn:
-        rows = conn.execute(stmt).all()
-    axes = [[v for v in r[:3] if v is not None] for r in rows]
-    return np.array(axes, dtype=float), np.array([r[3] for r in rows], dtype=float)
+        rows = regime_points(conn, profile_id, choice.kernel, choice.path, choice.regime_key)
+    return (np.array([list(r.axes) for r in rows], dtype=float),
+            np.array([r.latency_us for r in rows], dtype=float))
 
 
 @dataclass

@@ -13,25 +13,17 @@ from collections.abc import Iterable
 import numpy as np
 from profstore.api import Store
 from profstore.evaluation.holdout import known_profile
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.samples import duplicate_groups
 
 
 def duplicate_deviations(store: Store, version: str) -> dict[str, list[float]]:
     """Per kernel, ``row / median - 1`` of every row of a coordinate measured twice or more."""
     profile = known_profile(store, version)
-    s = t.sample.c
-    stmt = select(s.kernel_type, s.input_shapes, s.input_dtypes, s.input_formats,
-                  s.output_shapes, s.output_dtypes, s.output_formats, s.extras,
-                  s.latency_column, s.latency_us).where(s.profile_id == profile.id)
-    groups: dict[tuple, list[float]] = {}
     with store.engine.connect() as conn:
-        for row in conn.execute(stmt):
-            groups.setdefault(tuple(row[:-1]), []).append(float(row[-1]))
+        groups = duplicate_groups(conn, profile.id)
     found: dict[str, list[float]] = {}
-    for key, latencies in groups.items():
-        if len(latencies) > 1:
-            found.setdefault(key[0], []).extend(_deviations(latencies))
+    for group in groups:
+        found.setdefault(group.kernel, []).extend(_deviations(group.latencies_us))
     return found
 
 

@@ -13,7 +13,7 @@ import re
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +22,21 @@ from profstore.evaluation.document import Image, Section, Table
 from profstore.evaluation.holdout import HoldoutReport, known_profile
 from profstore.evaluation.replay import SOURCES, ReplayReport
 from profstore.paths.registry import ALL_PATHS, path_for, selector_of
-from profstore.storage import schema as t
+from profstore.storage.accounting import (
+    kernel_path_counts,
+    kernels_with_files,
+    points_per_path,
+    refusal_counts,
+)
+from profstore.storage.catalog import interpolation_policies, profile_by_id
+from profstore.storage.points import SUBTYPE_COLUMNS, SubtypeValues, subtype_values
 from profstore.storage.urls import redact_url
-from sqlalchemy import func, select
 
 REPO = Path(__file__).resolve().parents[2]
 NOT_INTERPOLATED = frozenset({"zero_cost", "accepted_miss", "communication", "composite",
                               "compute_subcategory_unknown"})
 PROVENANCE = ("directory", "device", "framework", "content_hash", "ingested_at", "files",
               "rows_read", "rows_accepted", "rows_rejected", "source_path")
-SUBTYPE_COLUMNS = ("quant_subtype", "activation_dtype", "weight_dtype", "scale_mode",
-                   "ep_size", "topk", "sparse_phase", "cache_dtype")
 
 
 def software_info() -> dict[str, str]:
@@ -53,24 +57,18 @@ def software_info() -> dict[str, str]:
 def data_info(store: Store, version: str, database: str | None = None) -> dict[str, Any]:
     """The version's provenance; ``database`` is the URL it was opened with (a read-only
     SQLite engine does not keep it), shown redacted."""
-    p = t.profile_set.c
     with store.engine.connect() as conn:
-        row = conn.execute(select(t.profile_set).where(
-            p.id == known_profile(store, version).id)).one()
+        row = profile_by_id(conn, known_profile(store, version).id)
     url = database or store.engine.url.render_as_string(hide_password=False)
-    return {"version": row.alias, **{k: row._mapping[k] for k in PROVENANCE},
+    return {"version": row.alias, **{k: getattr(row, k) for k in PROVENANCE},
             "database": redact_url(url)}
 
 
 def policies(store: Store, version: str) -> list[dict[str, Any]]:
     """The version's interpolation_policy rows, with each kernel's effective ceilings."""
     profile = known_profile(store, version)
-    c = t.interpolation_policy.c
     with store.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(
-            select(c.kernel_type, c.max_interpolation_dim, c.generic_axis, c.axis_transform,
-                   c.prefer_profiling_rows, c.core_envelope_ratio, c.require_semantic_unique)
-            .where(c.profile_id == profile.id).order_by(c.kernel_type))]
+        rows = [asdict(policy) for policy in interpolation_policies(conn, profile.id)]
     for row in rows:
         limit, kernel = row["max_interpolation_dim"], row["kernel_type"]
         paths = {p.name: p for p in (path_for(selector_of(e), kernel)
@@ -86,19 +84,14 @@ def unverified_scope(store: Store, version: str) -> dict[str, Any]:
     in this version, registered paths without points, and the subtype values the data of
     each specialised path actually covers."""
     profile = known_profile(store, version)
-    k, sp, pr = t.kernel_file.c, t.sample_point.c, t.path_refusal.c
     with store.engine.connect() as conn:
-        csv = set(conn.execute(select(k.kernel_type).where(k.profile_id == profile.id))
-                  .scalars())
-        points = {(a, b): n for a, b, n in conn.execute(
-            select(sp.kernel_type, sp.path, func.count()).where(sp.profile_id == profile.id)
-            .group_by(sp.kernel_type, sp.path))}
-        refusals: dict[tuple[str, str], Counter] = {}
-        for a, b, reason, n in conn.execute(
-                select(pr.kernel_type, pr.path, pr.reason, func.count())
-                .where(pr.profile_id == profile.id).group_by(pr.kernel_type, pr.path, pr.reason)):
-            refusals.setdefault((a, b), Counter())[reason] = n
-        coverage = _subtype_coverage(conn, profile.id)
+        csv = kernels_with_files(conn, profile.id)
+        points = {(c.kernel, c.path): c.points for c in kernel_path_counts(conn, profile.id)}
+        refused = refusal_counts(conn, profile.id)
+        coverage = _subtype_coverage(subtype_values(conn, profile.id))
+    refusals: dict[tuple[str, str], Counter] = {}
+    for r in refused:
+        refusals.setdefault((r.kernel, r.path), Counter())[r.reason] = r.count
     gaps: dict[tuple[str, str, str, str], list[str]] = {}
     for op, entry in sorted(profile.mapping.entries.items()):
         if selector_of(entry) in NOT_INTERPOLATED:
@@ -130,14 +123,11 @@ def _routed_ops(mapping: Any, kernel: str, path: str) -> list[str]:
                   and getattr(path_for(selector_of(entry), kernel), "name", None) == path)
 
 
-def _subtype_coverage(conn: Any, profile_id: int) -> list[dict[str, Any]]:
-    sp = t.sample_point.c
+def _subtype_coverage(combinations: Sequence[SubtypeValues]) -> list[dict[str, Any]]:
     found: dict[tuple[str, str], dict[str, set]] = {}
-    for path, kernel, *values in conn.execute(select(
-            sp.path, sp.kernel_type, *[getattr(sp, n) for n in SUBTYPE_COLUMNS]).distinct()
-            .where(sp.profile_id == profile_id, sp.path != "generic")):
-        slot = found.setdefault((path, kernel), {})
-        for name, value in zip(SUBTYPE_COLUMNS, values):
+    for combination in combinations:
+        slot = found.setdefault((combination.path, combination.kernel), {})
+        for name, value in zip(SUBTYPE_COLUMNS, combination.values):
             if value is not None:
                 slot.setdefault(name, set()).add(str(value))
     return [{"path": path, "kernel": kernel, "covered": "; ".join(
@@ -194,10 +184,8 @@ def replay_sections(replays: Sequence[ReplayReport]) -> list[Section]:
 def axes_section(store: Store, version: str, replays: Sequence[ReplayReport],
                  holdout: HoldoutReport | None) -> Section:
     profile = known_profile(store, version)
-    sp = t.sample_point.c
     with store.engine.connect() as conn:
-        counts: dict[str, int] = dict(conn.execute(select(sp.path, func.count()).where(
-            sp.profile_id == profile.id).group_by(sp.path)).tuples().all())
+        counts = points_per_path(conn, profile.id)
     used: Counter = Counter()
     for r in replays:
         for u in r.interpolation:

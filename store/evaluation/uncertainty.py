@@ -37,8 +37,8 @@ from profstore.evaluation.replay import ZERO_METHODS
 from profstore.evaluation.workload import Answer
 from profstore.model.result import QueryResult
 from profstore.paths.base import regime_key
-from profstore.storage import schema as t
-from sqlalchemy import select
+from profstore.storage.catalog import profile_by_id
+from profstore.storage.points import kernel_paths
 
 MIN_POINTS = 5
 """Hold-out errors a level needs before it is used (else the next, wider level)."""
@@ -130,10 +130,8 @@ class ErrorModel:
 
     def _kernels_of_path(self) -> list[tuple[str, str]]:
         profile = known_profile(self.store, self.version)
-        p = t.sample_point.c
-        stmt = select(p.kernel_type, p.path).where(p.profile_id == profile.id).distinct()
         with self.store.engine.connect() as conn:
-            return [(str(k), str(pa)) for k, pa in conn.execute(stmt)]
+            return [(found.kernel, found.path) for found in kernel_paths(conn, profile.id)]
 
     def _read_cache(self) -> dict[tuple[str, str], GroupErrors]:
         if self.cache_file is None or not self.cache_file.exists():
@@ -161,8 +159,7 @@ def _state_digest(store: Store, version: str) -> str:
     """The database URL and the version's content hash, hashed (a cache file name)."""
     profile = known_profile(store, version)
     with store.engine.connect() as conn:
-        content = conn.execute(select(t.profile_set.c.content_hash).where(
-            t.profile_set.c.id == profile.id)).scalar_one()
+        content = profile_by_id(conn, profile.id).content_hash
     url = store.engine.url.render_as_string(hide_password=True)
     return hashlib.sha256(f"{url}|{profile.alias}|{content}".encode()).hexdigest()[:24]
 

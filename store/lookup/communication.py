@@ -23,19 +23,10 @@ from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import element_size
 from profstore.model.leaf import LeafOp, TensorSpec
 from profstore.model.result import QueryResult, Reason
-from profstore.storage import schema as t
-from profstore.storage.statements import Statement
-from sqlalchemy import Connection, bindparam, select
+from profstore.storage.comm_samples import CommPoint, collective_points
+from profstore.storage.handles import Connection
 
 ALPHA_BETA_CONFIDENCE = 0.8
-
-
-@dataclass(frozen=True)
-class CommPoint:
-    message_bytes: float
-    latency_us: float
-    tier: str | None
-    line_no: int
 
 
 def message_bytes(leaf: LeafOp, devices: int, collective: str,
@@ -65,15 +56,6 @@ class Connectable(Protocol):
     (store/storage/snapshot.py)."""
 
     def connect(self) -> AbstractContextManager[Connection]: ...
-
-
-_C = t.comm_sample.c
-_COLLECTIVE_PRESENT = Statement(select(_C.id).where(
-    _C.profile_id == bindparam("profile"), _C.collective == bindparam("collective")).limit(1))
-_COLLECTIVE_POINTS = Statement(select(_C.message_bytes, _C.latency_us, _C.topology_tier,
-                                      _C.line_no).where(
-    _C.profile_id == bindparam("profile"), _C.collective == bindparam("collective"),
-    _C.num_devices == bindparam("devices")))
 
 
 class CommunicationLookup:
@@ -134,11 +116,7 @@ class CommunicationLookup:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        present = _COLLECTIVE_PRESENT.rows(self.engine, profile=profile_id,
-                                           collective=collective)
-        rows = _COLLECTIVE_POINTS.rows(self.engine, profile=profile_id, collective=collective,
-                                       devices=devices)
-        points = None if not present else [CommPoint(*r) for r in rows]
+        points = collective_points(self.engine, profile_id, collective, devices)
         self._cache.put(key, points)
         return points
 

@@ -1,6 +1,27 @@
-"""The one bounded cache of the lookup code (answers, regime slices, prepared candidates,
-kernel presence, triangulations, formats): a map of at most ``maxsize`` entries that
-threads sharing a Store fill and read at once.
+"""The bounded map behind every cache of the lookup code that the caller fills under keys
+it chooses (ADR 0072): at most ``maxsize`` entries, filled and read at once by the threads
+sharing a Store.
+
+A Store holds its ClockCaches as attributes. Built anew for each state of the database
+(and by ``Store.clear_cache``): answers (``api.py``, sized by ``cache_size``), regime
+slices, kernel presence, regime statistics, miss counts and key sets
+(``storage/queries.py``), prepared candidates (``lookup/path_runner.py``), triangulations
+(``geometry/simplex.py``), measured formats (``lookup/format_inference.py``),
+communication points (``lookup/communication.py``). Kept for the Store's life, keyed by
+the version's id (a re-ingest gives it a new one): a file's row input shapes and the
+regime policies already checked (``api.py``). Three are module-level memos of JSON text:
+``regime_key``'s (``paths/base.py``: its argument, a mapping, is not hashable, and only
+regimes of plain values are remembered) and the value lists' of ``storage/regime_pack.py``
+(both ways).
+
+The ``functools.lru_cache``s of the lookup code are a different thing: memos of pure
+functions of hashable, immutable arguments (shape texts and parsing, profiler dtype names,
+a slot's signature parts, a mapping entry's selector, a regime key's parsed fields, the
+thread-pool controller). What they return never goes stale, so they live on module
+functions, keyed by the arguments, sized once and never cleared. A ClockCache is a map the
+caller fills (``get``/``put``) under keys it chooses, so it can belong to one Store and go
+with it, keep only some results, and be sized per use; its hit costs one hash of the key
+(below), and it is typed at each use (``ClockCache[K, V]``).
 
 Eviction is second chance (CLOCK), an approximation of least-recently-used: a hit only
 marks its entry as read; when a ``put`` of a new key finds the map full, the oldest entry

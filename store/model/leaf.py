@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from numbers import Integral, Real
 from typing import Any, TypeAlias
 
@@ -41,13 +42,31 @@ class TensorSpec:
     none): the lookup resolves it (store/lookup/format_resolution.py); ``"ND"`` is a stated ND.
     ``format_defaulted``: the format is ND because a JSON descriptor omitted it (DESIGN §3:
     the format defaults to ND); a format policy may still state another one, and its
-    ``"infer"`` default makes it unstated again (store/lookup/format_resolution.py)."""
+    ``"infer"`` default makes it unstated again (store/lookup/format_resolution.py).
+
+    Raises:
+        ValueError: a field is invalid; the message names it (``dtype: ...``).
+
+    Examples:
+        >>> from profstore import TensorSpec
+        >>> TensorSpec([64, 7168], "torch.bfloat16", "nd")
+        TensorSpec(shape=(64, 7168), dtype='bfloat16', format='ND', values=None,
+                   format_defaulted=False)
+        >>> TensorSpec([2], "int64", values=[1, 2, 3])
+        Traceback (most recent call last):
+        ValueError: values: length 3 != numel 2 of [2]
+    """
 
     shape: tuple[int, ...]
+    """The dimensions (a list is accepted); ``()`` for a scalar."""
     dtype: str
+    """The canonical torch dtype name (``bfloat16``; ``torch.bfloat16`` is accepted)."""
     format: str | None = None
+    """The memory format, upper-cased (``ND``, ``FRACTAL_NZ``); None: unstated."""
     values: tuple[int | float, ...] | None = None
+    """The tensor's values, flat (small integer tensors: sequence lengths, ...)."""
     format_defaulted: bool = False
+    """True when the format is ND only because a JSON descriptor omitted it."""
 
     def __post_init__(self) -> None:
         shape = shape_of(self.shape, "shape")
@@ -69,38 +88,89 @@ class TensorSpec:
             object.__setattr__(self, name, value)
 
     def with_format(self, fmt: str) -> TensorSpec:
-        """This tensor in format ``fmt``: ``dataclasses.replace(self, format=fmt)`` without
-        validating again the fields that are already normalised."""
+        """This tensor in another format (a validated copy: ``dataclasses.replace``).
+
+        Args:
+            fmt: the format (upper-cased like the constructor's).
+
+        Returns:
+            A copy with that format, no longer ``format_defaulted``.
+
+        Raises:
+            ValueError: ``fmt`` is None or not a non-empty string.
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> TensorSpec((16, 16), "float16").with_format("fractal_nz").format
+            'FRACTAL_NZ'
+        """
         if fmt is None:
             raise ValueError("format: must be a non-empty string or null, got None")
-        return self._copy(format_field(fmt))
+        return replace(self, format=fmt, format_defaulted=False)
 
     def unstated(self) -> TensorSpec:
-        """This tensor with its format unstated (a policy's ``"infer"`` default)."""
-        return self._copy(None)
+        """This tensor with its format unstated (a policy's ``"infer"`` default).
 
-    def _copy(self, fmt: str | None) -> TensorSpec:
-        copy = object.__new__(TensorSpec)
-        for name, value in (("shape", self.shape), ("dtype", self.dtype), ("format", fmt),
-                            ("values", self.values), ("format_defaulted", False)):
-            object.__setattr__(copy, name, value)
-        return copy
+        Never raises.
+
+        Returns:
+            A copy whose ``format`` is None.
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> print(TensorSpec((16,), "float16", "ND").unstated().format)
+            None
+        """
+        return replace(self, format=None, format_defaulted=False)
 
     @property
     def numel(self) -> int:
-        """Element count; 1 for a scalar (shape ``()``)."""
+        """Element count; 1 for a scalar (shape ``()``).
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> TensorSpec((64, 7168), "bfloat16").numel, TensorSpec((), "float32").numel
+            (458752, 1)
+        """
         return math.prod(self.shape)
 
     @property
     def rank(self) -> int:
+        """The number of dimensions; 0 for a scalar.
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> TensorSpec((64, 7168), "bfloat16").rank
+            2
+        """
         return len(self.shape)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], path: str = "") -> TensorSpec:
-        """Build from ``{"shape", "dtype", "format"?, "values"?}``; errors start with ``path``.
+        """Build from ``{"shape", "dtype", "format"?, "values"?}``.
 
         An omitted ``"format"`` is ND (``format_defaulted``); ``"format": null`` leaves it
-        unstated."""
+        unstated.
+
+        Args:
+            data: the tensor's JSON object.
+            path: where it sits in the descriptor (``args[0]``), prefixed to errors.
+
+        Returns:
+            The validated tensor.
+
+        Raises:
+            ValueError: a missing, unknown or invalid key, named with ``path``.
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> spec = TensorSpec.from_json({"shape": [64, 7168], "dtype": "bfloat16"})
+            >>> spec.format, spec.format_defaulted
+            ('ND', True)
+            >>> TensorSpec.from_json({"shape": [64]}, "args[0]")
+            Traceback (most recent call last):
+            ValueError: args[0].dtype: missing
+        """
         if not isinstance(data, Mapping):
             raise object_error(path, f"must be a tensor object, got {data!r}")
         if not data.keys() <= _TENSOR_KEYS:
@@ -122,6 +192,18 @@ class TensorSpec:
             raise field_error(path, error) from None
 
     def to_json(self) -> dict[str, Any]:
+        """The tensor's JSON object; ``TensorSpec.from_json(x.to_json()) == x``.
+
+        Never raises.
+
+        Returns:
+            ``shape``, ``dtype``, ``format`` unless it was defaulted, ``values`` if any.
+
+        Examples:
+            >>> from profstore import TensorSpec
+            >>> TensorSpec((4,), "int64", "ND", (1, 2, 3, 4)).to_json()
+            {'shape': [4], 'dtype': 'int64', 'format': 'ND', 'values': [1, 2, 3, 4]}
+        """
         out: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
         if not self.format_defaulted:
             out["format"] = self.format
@@ -223,23 +305,41 @@ class LeafOp:
     """One independently queryable leaf operator (DESIGN §3).
 
     ``args`` mirror the operator's positional arguments one to one (DESIGN §8);
-    ``kwargs`` are ``(name, value)`` pairs sorted by name (a mapping is accepted).
+    ``kwargs`` are ``(name, value)`` pairs sorted by name (a mapping is accepted). The
+    constructor takes JSON-like values too (dicts for tensors, lists) and normalises them.
+
+    Raises:
+        ValueError: a field is invalid; the message names its path
+            (``args[2][0].shape: dimension -3 is negative``).
+
+    Examples:
+        >>> from profstore import LeafOp, TensorSpec
+        >>> leaf = LeafOp("torch.ops.aten.mm.default",
+        ...               args=[{"shape": [200, 7168], "dtype": "bfloat16"},
+        ...                     TensorSpec((7168, 4096), "bfloat16")])
+        >>> leaf.op, [t.shape for t in leaf.tensor_inputs()]
+        ('aten.mm.default', [(200, 7168), (7168, 4096)])
     """
 
     op: str
+    """The operator's name (``aten.mm.default``; a leading ``torch.ops.`` is dropped)."""
     args: tuple[Arg, ...] = ()
+    """The positional arguments: tensors, tuples (lists) of them, None and scalars."""
     kwargs: tuple[tuple[str, Arg], ...] = ()
+    """The keyword arguments as ``(name, value)`` pairs sorted by name."""
     outputs: tuple[TensorSpec, ...] = ()
+    """The output tensors."""
     context: LeafContext = LeafContext()
+    """What the op does not carry itself (EP and TP sizes, phase, request lengths)."""
 
     def __hash__(self) -> int:
         """Computed once per object: a leaf keys every cache of a lookup, and hashing it
         walks every tensor. Kept out of pickles (string hashes differ per process)."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.op, self.args, self.kwargs, self.outputs, self.context))
-            self.__dict__["_hash"] = cached
-        return cached
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.op, self.args, self.kwargs, self.outputs, self.context))
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_tensor_inputs")}
@@ -264,7 +364,31 @@ class LeafOp:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> LeafOp:
-        """Parse a descriptor given as a dict or a JSON string (DESIGN §3)."""
+        """Parse a descriptor given as a dict or a JSON string (DESIGN §3).
+
+        Args:
+            data: ``{"op", "args"?, "kwargs"?, "outputs"?, "context"?, "id"?}`` (``id``
+                is the caller's and ignored), or its JSON text.
+
+        Returns:
+            The validated leaf.
+
+        Raises:
+            ValueError: malformed JSON, an unknown key or an invalid field, named by its
+                path.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp.from_json('''{"op": "aten.add.Tensor", "args": [
+            ...     {"shape": [100, 2048], "dtype": "bfloat16"},
+            ...     {"shape": [100, 2048], "dtype": "bfloat16"}],
+            ...     "context": {"tp_size": 8}}''')
+            >>> leaf.op, leaf.args[0].shape, leaf.context.tp_size
+            ('aten.add.Tensor', (100, 2048), 8)
+            >>> LeafOp.from_json({"op": "aten.add.Tensor", "args": [{"shape": [-3]}]})
+            Traceback (most recent call last):
+            ValueError: args[0].dtype: missing
+        """
         if isinstance(data, str):
             data = load_json(data)
         if not isinstance(data, Mapping):
@@ -281,7 +405,21 @@ class LeafOp:
         return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict; ``LeafOp.from_json(x.to_json()) == x``. Defaults are omitted."""
+        """A JSON-ready dict; ``LeafOp.from_json(x.to_json()) == x``. Defaults are omitted.
+
+        Never raises.
+
+        Returns:
+            ``op``, ``args``, ``kwargs`` (when any), ``outputs`` and ``context`` (when any
+            field is set).
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> LeafOp("aten.mm.default", args=[{"shape": [2, 3], "dtype": "float16"}],
+            ...        kwargs={"alpha": 1}).to_json()
+            {'op': 'aten.mm.default', 'args': [{'shape': [2, 3], 'dtype': 'float16'}],
+             'kwargs': {'alpha': 1}, 'outputs': []}
+        """
         out: dict[str, Any] = {
             "op": self.op,
             "args": [_arg_to_json(value) for value in self.args],
@@ -296,26 +434,73 @@ class LeafOp:
 
     def with_tensors(self, args: tuple[Arg, ...], kwargs: tuple[tuple[str, Arg], ...],
                      outputs: tuple[TensorSpec, ...]) -> LeafOp:
-        """This leaf with its arguments, keywords and outputs replaced by values of this
-        leaf in which only tensors were swapped for other tensors (lookup/format_resolution.py fills
-        formats so): already normalised, they are not validated again."""
-        copy = object.__new__(LeafOp)
-        for name, value in (("op", self.op), ("args", args), ("kwargs", kwargs),
-                            ("outputs", outputs), ("context", self.context)):
-            object.__setattr__(copy, name, value)
-        return copy
+        """This leaf with its tensors swapped for others (formats filled in, say).
+
+        A validated copy (``dataclasses.replace``): the values are normalised like the
+        constructor's.
+
+        Args:
+            args: the positional arguments.
+            kwargs: the keyword arguments, as ``(name, value)`` pairs sorted by name.
+            outputs: the output tensors.
+
+        Returns:
+            A copy with those values and this leaf's op and context.
+
+        Raises:
+            ValueError: a value is invalid; the message names its path, as the
+                constructor's does.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp("aten.abs.default", args=[{"shape": [4], "dtype": "float16"}])
+            >>> copy = leaf.with_tensors((leaf.args[0].with_format("NC1HWC0"),), (), ())
+            >>> copy.args[0].format
+            'NC1HWC0'
+        """
+        return replace(self, args=args, kwargs=kwargs, outputs=outputs)
 
     def kwarg(self, name: str, default: Any = None) -> Any:
-        """The keyword argument ``name``, or ``default`` when it was not given."""
+        """A keyword argument's value.
+
+        Never raises.
+
+        Args:
+            name: the keyword.
+            default: what to return when the leaf has no such keyword.
+
+        Returns:
+            The argument's (normalised) value, or ``default``.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp("aten.sum.dim_IntList", kwargs={"keepdim": True})
+            >>> leaf.kwarg("keepdim"), leaf.kwarg("dtype", "same")
+            (True, 'same')
+        """
         for key, value in self.kwargs:
             if key == name:
                 return value
         return default
 
     def arg(self, index: int, default: Any = None) -> Any:
-        """The positional argument at ``index`` (Python indexing), or ``default`` when absent.
+        """A positional argument's value.
 
         A present ``None`` argument is returned as ``None``, not replaced by ``default``.
+        Never raises.
+
+        Args:
+            index: the position (Python indexing: -1 is the last).
+            default: what to return when there is no argument at ``index``.
+
+        Returns:
+            The argument's (normalised) value, or ``default``.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp("aten.add.Tensor", args=[None, 2.5])
+            >>> leaf.arg(0, "absent"), leaf.arg(-1), leaf.arg(5, "absent")
+            (None, 2.5, 'absent')
         """
         try:
             return self.args[index]
@@ -323,14 +508,25 @@ class LeafOp:
             return default
 
     def tensor_inputs(self) -> tuple[TensorSpec, ...]:
-        """Tensors among the positional args, in order, lists flattened; non-tensors skipped
-        (found once per leaf, kept like the hash: the base lookup and the path read them)."""
-        found: tuple[TensorSpec, ...] | None = self.__dict__.get("_tensor_inputs")
-        if found is None:
-            found = self.__dict__["_tensor_inputs"] = self._find_tensor_inputs()
-        return found
+        """The tensors among the positional arguments, in order, lists flattened.
 
-    def _find_tensor_inputs(self) -> tuple[TensorSpec, ...]:
+        Non-tensors are skipped; the tuple is found once per leaf and kept (the base
+        lookup and the path both read it). Never raises.
+
+        Returns:
+            The tensors.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp("aten.cat.default", args=[[{"shape": [2], "dtype": "int32"},
+            ...                                         {"shape": [3], "dtype": "int32"}], 0])
+            >>> [t.shape for t in leaf.tensor_inputs()]
+            [(2,), (3,)]
+        """
+        return self._tensor_inputs
+
+    @cached_property
+    def _tensor_inputs(self) -> tuple[TensorSpec, ...]:
         tensors: list[TensorSpec] = []
         for value in self.args:
             if isinstance(value, TensorSpec):  # the common argument, without a generator

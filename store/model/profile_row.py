@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from profstore.model.shapes import FRACTAL_NZ, Shape, logical_shape
 
@@ -48,16 +49,19 @@ class CsvRow:
     extras: Mapping[str, str] = field(default_factory=dict)
 
     def present_inputs(self) -> tuple[Slot, ...]:
-        found = self.__dict__.get("_present_inputs")
-        if found is None:  # several paths and the exact keys ask per row: computed once
-            found = self.__dict__["_present_inputs"] = _present(self.inputs)
-        return found
+        return self._present_inputs
 
     def present_outputs(self) -> tuple[Slot, ...]:
-        found = self.__dict__.get("_present_outputs")
-        if found is None:
-            found = self.__dict__["_present_outputs"] = _present(self.outputs)
-        return found
+        return self._present_outputs
+
+    @cached_property
+    def _present_inputs(self) -> tuple[Slot, ...]:
+        """Found once per row: several paths and the exact keys ask for it."""
+        return _present(self.inputs)
+
+    @cached_property
+    def _present_outputs(self) -> tuple[Slot, ...]:
+        return _present(self.outputs)
 
     def extra(self, column: str) -> str | None:
         """The stripped text of an extra column; None when the column is absent."""

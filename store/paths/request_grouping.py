@@ -19,7 +19,7 @@ leaf's phase when the context gives per-request lengths but no phase.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ API_PATH_COLUMNS = ("Runtime api_path", "API Path")
 names a profiling run, not an API)."""
 ROW_COUNT_COLUMNS = ("Runtime batch_size", "Runtime actual_seq_lengths_shape",
                      "Runtime actual_seq_lengths_kv_shape")
+_NO_SUBCATEGORIES: frozenset[str] = frozenset()
 QUERY_VALUES = "Runtime actual_seq_lengths_values"
 KV_VALUES = "Runtime actual_seq_lengths_kv_values"
 
@@ -180,15 +181,22 @@ def _row_lengths(row: CsvRow, count: int
     return query, kv
 
 
-def row_api_paths(row: CsvRow, ctx: RowContext, selectors: Iterable[str]
+def row_api_paths(row: CsvRow, ctx: RowContext, modes: frozenset[str]
                   ) -> list[str | None] | Refusal:
-    """The API paths a row serves. No path stated by the mapping entries of ``selectors``
-    → ``[None]`` (no API-path field). Otherwise each stated path the row's own API path
-    column agrees with (a CSV without that column agrees with every stated one)."""
-    from profstore.paths.registry import selector_of  # the registry imports this module
+    """The API paths a row serves. No path stated by the mapping entries that route to the
+    calling path (a ``query_mode`` path serving ``modes``) → ``[None]`` (no API-path
+    field). Otherwise each stated path the row's own API path column agrees with (a CSV
+    without that column agrees with every stated one).
 
+    An entry routes to such a path exactly when its dispatch selector is one of ``modes``,
+    and ``MappingEntry.selector_among`` decides that from ``modes`` alone: a served query
+    mode outranks every compute subcategory (RFC §3.1), and no two paths declare the same
+    selector, so the registry's whole vocabulary gives the same answer (checked on every
+    shipped mapping by tests/paths/test_request_grouping.py) without this module
+    depending on the registry, which imports every path."""
     stated = sorted({str(e.raw["api_path"]) for e in ctx.entries
-                     if selector_of(e) in selectors and e.raw.get("api_path")})
+                     if e.selector_among(modes, _NO_SUBCATEGORIES) in modes
+                     and e.raw.get("api_path")})
     if not stated:
         return [None]
     own = next((row.extra(c) for c in API_PATH_COLUMNS if row.extra(c)), None)

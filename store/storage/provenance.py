@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from profstore.model.shapes import Shape, parse_shape_cell
@@ -48,3 +49,25 @@ def kernel_formats(engine: Any, profile_id: int, kernel: str) -> frozenset[str]:
             found.update(part.strip().upper() for part in (cell or "").strip('"').split(";")
                          if part.strip())
     return frozenset(found)
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """Where a row an answer used is stored: ``sample`` or ``comm_sample``, and its id."""
+
+    table: str
+    id: int
+
+
+def stored_row(conn: Connection, profile_id: int, file_name: Any,
+               line_no: Any) -> StoredRow | None:
+    """The stored row of a CSV file and line: the version's sample there, else the first
+    communication row there (the HCCL rows belong to their own profile); None without."""
+    s, k, c = t.sample.c, t.kernel_file.c, t.comm_sample.c
+    found = conn.execute(select(s.id).join(t.kernel_file, k.id == s.kernel_file_id).where(
+        s.profile_id == profile_id, k.file_name == file_name, s.line_no == line_no)).scalar()
+    if found is not None:
+        return StoredRow("sample", found)
+    found = conn.execute(select(c.id).join(t.kernel_file, k.id == c.kernel_file_id).where(
+        k.file_name == file_name, c.line_no == line_no).order_by(c.id)).scalar()
+    return StoredRow("comm_sample", found) if found is not None else None

@@ -10,6 +10,11 @@ that run TensorCast's own entry points on it.
   (``run_stats``, ``summary``; ``compare`` and ``differences`` for ``--compare``).
 
 The module never imports torch or TensorCast: they are the host's.
+
+Examples:
+    >>> import profstore.tensorcast
+    >>> sorted(profstore.tensorcast.__all__)[:3]
+    ['MAX_VALUE_ELEMENTS', 'ProfstoreDataSource', 'ShapeMatchInfo']
 """
 
 from profstore.tensorcast.convert import MAX_VALUE_ELEMENTS, leaf_from_invocation

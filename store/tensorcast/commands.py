@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from profstore.tensorcast import installation as installer
 from profstore.tensorcast import summary as report
+from profstore.tensorcast.ranking import Ranked, ranked_tables
 from profstore.tensorcast.run_stats import RunSummary
 from profstore.tensorcast.settings import Settings
 from profstore.tensorcast.stores import close_shared
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from profstore.tensorcast.compare import CompareCounts
     from profstore.tensorcast.drawn_source import ModelRecord
 
+SEARCH = "throughput-optimizer"
+"""The command whose result is a ranked table of configurations."""
 RESERVED = ("--performance-model", "--profiling-database-path", "--profiling-database")
 """Upstream options this command sets itself."""
 
@@ -59,6 +62,8 @@ class CommandResult:
     compared: CompareCounts | None = None
     models: list[ModelRecord] | None = None
     """With ``settings.draw``: the ops each model priced (``drawn_source``)."""
+    best: Ranked | None = None
+    """The throughput search's best configuration (upstream's ranked table's first row)."""
 
 
 def check_arguments(args: Sequence[str]) -> None:
@@ -80,16 +85,11 @@ def run(request: CommandRequest) -> CommandResult:
     _parse_like_upstream(module, argv)
     with tempfile.TemporaryDirectory(prefix="profstore-tensorcast-") as run_dir:
         settings = replace(request.settings, run_dir=run_dir)
-        installer.install(settings.db, settings.version, context=settings.context,
-                          format_policy=settings.format_policy, run_dir=run_dir,
-                          compare_dir=settings.compare_dir,
-                          regime_policy=settings.regime_policy)
-        if settings.draw is not None:
-            installer.install_settings(settings)
+        installer.install_settings(settings)  # checked above; draw and calibration too
         settings.to_environment()
         start = perf_counter()
         try:
-            code = _run_main(module, argv)
+            code, best = _run_ranked(request.command, module, argv)
         except Exception:
             errors = installer.recorder().stats.errors
             if errors:  # the store failed TensorCast: one line, not upstream's traceback
@@ -111,8 +111,19 @@ def run(request: CommandRequest) -> CommandResult:
             from profstore.tensorcast.compare import write_table
 
             compared = write_table(Path(run_dir), request.compare_table)
-    _write_outputs(request, summary, timing)
-    return CommandResult(code, summary, timing, compared, models)
+    _write_outputs(request, summary, timing, best)
+    return CommandResult(code, summary, timing, compared, models, best)
+
+
+def _run_ranked(command: str, module: ModuleType, argv: list[str]) -> tuple[int, Ranked | None]:
+    """Upstream's ``main()``; for the throughput search, also its best configuration (None
+    when it printed no single ranked table, or nothing met the limits)."""
+    if command != SEARCH:
+        return _run_main(module, argv), None
+    with ranked_tables(strict=False) as tables:
+        code = _run_main(module, argv)
+    rows = tables[0] if len(tables) == 1 else []
+    return code, rows[0] if rows else None
 
 
 def _parse_like_upstream(module: ModuleType, argv: list[str]) -> None:
@@ -154,10 +165,30 @@ def _argv(argv: list[str]) -> Iterator[None]:
 
 
 def _write_outputs(request: CommandRequest, summary: RunSummary,
-                   timing: report.Timing) -> None:
+                   timing: report.Timing, best: Ranked | None) -> None:
     if request.stats_json:
-        data = report.to_json(summary, timing)
+        data = report.to_json(summary, timing, best)
         Path(request.stats_json).write_text(json.dumps(data, indent=2) + "\n",
                                             encoding="utf-8")
     if request.fallbacks:
         report.write_workload(summary, request.fallbacks)
+
+
+def calibration_run(request: CommandRequest) -> CommandRequest:
+    """``--calibrated-fallbacks`` without a saved run: the command once as measured (its
+    output not shown, nothing written), and the request with the usable calibrations of
+    that run's analytic check."""
+    from profstore.tensorcast import analytic_check
+    from profstore.tensorcast.calibrated import usable_calibrations
+
+    plain = replace(request, stats_json=None, fallbacks=None, compare_table=None,
+                    settings=replace(request.settings, compare_dir=None, calibration=None,
+                                     draw=None))
+    with contextlib.redirect_stdout(io.StringIO()):
+        first = run(plain)
+    if first.exit_code != 0:
+        raise UpstreamError(f"the calibration run of TensorCast's command exited "
+                            f"{first.exit_code}")
+    found = analytic_check.check(analytic_check.observations(first.summary.models()))
+    calibration = {name: c.to_json() for name, c in usable_calibrations(found).items()}
+    return replace(request, settings=replace(request.settings, calibration=calibration))

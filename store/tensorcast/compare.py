@@ -33,6 +33,15 @@ class SideAnswer:
     source: str | None
     reason: str | None
     method: str | None
+    zero_cost: bool = False
+
+    @property
+    def kind(self) -> str:
+        """How this answer prices the op in time by source (``ledger.Kind`` values,
+        ``extrapolated``, or ``fallback`` for a miss)."""
+        if self.source is None:
+            return "fallback"
+        return "zero_cost" if self.zero_cost else self.source.lower()
 
 
 def _answer(func: str, result: Any, source: Any) -> SideAnswer:
@@ -40,7 +49,7 @@ def _answer(func: str, result: Any, source: Any) -> SideAnswer:
         return SideAnswer(func, None, None, getattr(source, "last_miss_reason", None), None)
     details = getattr(result, "details", {}) or {}
     return SideAnswer(func, float(result.latency_us), result.source.name, None,
-                      details.get("method"))
+                      details.get("method"), bool(details.get("zero_cost", False)))
 
 
 class ComparingDataSource:
@@ -60,6 +69,8 @@ class ComparingDataSource:
         self.ours, self.theirs = ours, theirs
         self._path = None if run_dir is None else Path(run_dir) / f"compare-{os.getpid()}.jsonl"
         self._handle: TextIO | None = None
+        self.last_upstream: SideAnswer | None = None
+        """Upstream's answer to the last lookup (time by source of ``--compare``)."""
 
     def lookup(self, op_invoke_info: Any) -> Any:
         answer = self.ours.lookup(op_invoke_info)
@@ -69,8 +80,9 @@ class ComparingDataSource:
         ours_side = _answer(func, answer, self.ours)
         if answer is None and self.ours.last_miss is not None:  # profstore's own code
             ours_side = SideAnswer(func, None, None, self.ours.last_miss.reason, None)
+        self.last_upstream = _answer(func, theirs, self.theirs)
         self._write({"op": func, "shapes": shapes, "profstore": asdict(ours_side),
-                     "upstream": asdict(_answer(func, theirs, self.theirs))})
+                     "upstream": asdict(self.last_upstream)})
         return answer
 
     def _write(self, record: dict[str, Any]) -> None:

@@ -13,8 +13,21 @@ from profstore.model.dtypes import canonical_torch_dtype
 from profstore.model.leaf import Arg, LeafOp, TensorSpec
 from profstore.model.leaf_context import LeafContext
 
-#: Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).
 MAX_VALUE_ELEMENTS = 4096
+"""Integer tensors up to this many elements carry their values (seq_lens, query_lens, ...).
+
+Examples:
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> from profstore.tensorcast import MAX_VALUE_ELEMENTS, leaf_from_invocation
+    >>> lengths = torch.arange(MAX_VALUE_ELEMENTS + 1)
+    >>> leaf_from_invocation(SimpleNamespace(func="aten.abs.default",
+    ...                                      args=(lengths[:3], lengths))).arg(0).values
+    (0, 1, 2)
+    >>> print(leaf_from_invocation(SimpleNamespace(func="aten.abs.default",
+    ...                                            args=(lengths,))).arg(0).values)
+    None
+"""
 
 FormatOf = Callable[[Any], "str | None"]
 
@@ -181,12 +194,41 @@ def _lengths_from_kwargs(kwargs: Mapping[str, Any], context: LeafContext) -> dic
 
 def leaf_from_invocation(op_invoke_info: Any, context: LeafContext | None = None,
                          format_of: FormatOf | None = None) -> LeafOp:
-    """The leaf descriptor of a TensorCast invocation (rules in profstore.tensorcast).
+    """The leaf descriptor of a TensorCast invocation.
 
-    ``context`` supplies what the op does not carry (EP/TP sizes, phase, lengths); the
-    phase and the per-request lengths the invocation states are added to it (the
-    invocation's phase wins over a configured one). Raises ``ValueError`` naming the
-    offending field.
+    The rules are ``profstore.tensorcast.data_source``'s module documentation: tensors
+    (anything with ``.shape`` and ``.dtype``) become ``TensorSpec``, lists tuples,
+    ``phase`` / ``is_decode_values`` the context's phase, ``seq_lens_values`` /
+    ``query_lens_values`` its request lengths.
+
+    Args:
+        op_invoke_info: the invocation (``func``, ``args``, ``kwargs``, ``out``).
+        context: what the op does not carry (EP/TP sizes, phase, lengths); the phase and
+            the per-request lengths the invocation states are added to it (the
+            invocation's phase wins over a configured one).
+        format_of: a hook giving a tensor's memory format (None: not stated).
+
+    Returns:
+        The validated leaf descriptor.
+
+    Raises:
+        ValueError: the invocation has no ``func``, or a field does not convert; the
+            message names it (``args[1].dtype: ...``).
+
+    Examples:
+        >>> import torch
+        >>> from types import SimpleNamespace
+        >>> from profstore import LeafContext
+        >>> x = torch.empty(4, 7168, dtype=torch.bfloat16, device="meta")
+        >>> leaf = leaf_from_invocation(
+        ...     SimpleNamespace(func=torch.ops.aten.add.Tensor, args=(x, x),
+        ...                     kwargs={"is_decode_values": [True, True]}, out=x),
+        ...     LeafContext(tp_size=8))
+        >>> leaf.op, leaf.args[0].shape, leaf.context.phase, leaf.context.tp_size
+        ('aten.add.Tensor', (4, 7168), 'decode', 8)
+        >>> leaf_from_invocation(SimpleNamespace(args=(x,)))
+        Traceback (most recent call last):
+        ValueError: func: missing
     """
     func = getattr(op_invoke_info, "func", None)
     if func is None:

@@ -114,6 +114,43 @@ class ProfstoreDataSource:
 
     ``regime_policy`` states regime equivalences (``profstore.lookup.regime_policy``: a
     ``RegimePolicy`` or its JSON object), checked here against the version.
+
+    Args:
+        db: a SQLite file path or SQLAlchemy URL (the source opens and closes the store),
+            or an open ``Store`` (shared; not closed by ``close``).
+        version: the version to answer from.
+        ep_size: the expert-parallel size every leaf's context carries.
+        tp_size: the tensor-parallel size every leaf's context carries.
+        interpolation: False answers measured rows only.
+        mapping_overlay: a YAML file or mapping merged over the version's op mapping.
+        format_of: a hook giving a tensor's memory format (None: not stated).
+        context: ``LeafContext`` fields for every leaf (a mapping or a ``LeafContext``),
+            or a callable of the invocation returning such a mapping (or None).
+        format_policy: formats stated for tensors that state none.
+        details: ``"full"`` or ``"compact"``.
+        miss_codes: ``"profstore"`` or ``"upstream"``.
+        regime_policy: stated regime equivalences.
+
+    Raises:
+        ValueError: an unknown version (the message lists the ingested ones), a bad
+            ``details``, ``miss_codes`` or context field, or a policy the version
+            refutes.
+        FileNotFoundError: no database at ``db``.
+
+    Examples:
+        >>> import torch
+        >>> from types import SimpleNamespace
+        >>> def meta(*shape):
+        ...     return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+        >>> mm = SimpleNamespace(func=torch.ops.aten.mm.default, kwargs={},
+        ...                      args=(meta(200, 7168), meta(7168, 4096)), out=meta(200, 4096))
+        >>> with ProfstoreDataSource(demo_db, "v0.18", tp_size=8) as source:
+        ...     answer = source.lookup(mm)
+        >>> round(answer.latency_us, 6), answer.source.value
+        (81.846998, 'INTERPOLATED')
+        >>> ProfstoreDataSource(demo_db, "v9")
+        Traceback (most recent call last):
+        ValueError: version 'v9' is not in the database; ingested: v0.18, hccl-v8.5
     """
 
     def __init__(self, db: str | os.PathLike[str] | Store, version: str, *,
@@ -161,19 +198,93 @@ class ProfstoreDataSource:
             raise
 
     def context_for(self, op_invoke_info: Any) -> LeafContext:
-        """The configured context of one invocation (the callable's answer merged in)."""
+        """The configured context of one invocation (the callable's answer merged in).
+
+        Args:
+            op_invoke_info: TensorCast's invocation (``func``, ``args``, ``kwargs``,
+                ``out``).
+
+        Returns:
+            The constructor's context, with the ``context`` callable's fields for this
+            invocation over it.
+
+        Raises:
+            ValueError: the callable returned an unknown field or a bad value.
+
+        Examples:
+            >>> from types import SimpleNamespace
+            >>> with ProfstoreDataSource(demo_db, "v0.18", tp_size=8,
+            ...                          context=lambda op: {"phase": "decode"}) as source:
+            ...     context = source.context_for(SimpleNamespace(func="aten.mm.default"))
+            >>> context.tp_size, context.phase
+            (8, 'decode')
+        """
         if self._context_of is None:
             return self.context
         given = self._context_of(op_invoke_info)
         return replace(self.context, **context_fields(given, "context(op_invoke_info)"))
 
     def to_leaf(self, op_invoke_info: Any) -> LeafOp:
-        """The leaf descriptor this source queries for ``op_invoke_info``."""
+        """The leaf descriptor this source queries for an invocation.
+
+        Args:
+            op_invoke_info: TensorCast's invocation (``func``, ``args``, ``kwargs``,
+                ``out``).
+
+        Returns:
+            The descriptor (``leaf_from_invocation`` with this source's context).
+
+        Raises:
+            ValueError: the invocation does not convert; the message names the field.
+
+        Examples:
+            >>> import torch
+            >>> from types import SimpleNamespace
+            >>> def meta(*shape):
+            ...     return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+            >>> mm = SimpleNamespace(func=torch.ops.aten.mm.default, kwargs={},
+            ...                      args=(meta(200, 7168), meta(7168, 4096)), out=meta(200, 4096))
+            >>> with ProfstoreDataSource(demo_db, "v0.18", tp_size=8) as source:
+            ...     leaf = source.to_leaf(mm)
+            >>> leaf.op, leaf.args[0].shape, leaf.args[0].format, leaf.context.tp_size
+            ('aten.mm.default', (200, 7168), None, 8)
+        """
         return leaf_from_invocation(op_invoke_info, self.context_for(op_invoke_info),
                                     self.format_of)
 
     def lookup(self, op_invoke_info: Any) -> TensorCastResult | None:
-        """A complete answer, or None with the reason in ``last_miss_reason``."""
+        """TensorCast's question: the latency of one operator invocation.
+
+        A malformed invocation is a miss (``invalid_descriptor``), never an exception:
+        the host's loop goes on and uses its analytic model.
+
+        Args:
+            op_invoke_info: TensorCast's invocation (``func``, ``args``, ``kwargs``,
+                ``out``; tensors are anything with ``.shape`` and ``.dtype``).
+
+        Returns:
+            A complete answer (MEASURED or INTERPOLATED), or None with the reason in
+            ``last_miss_reason`` and the evidence in ``last_miss_details``.
+
+        Raises:
+            profstore.storage.reconnect.DatabaseUnavailable: the server stays unreachable.
+
+        Examples:
+            >>> import torch
+            >>> from types import SimpleNamespace
+            >>> def meta(*shape):
+            ...     return torch.empty(*shape, dtype=torch.bfloat16, device="meta")
+            >>> mm = SimpleNamespace(func=torch.ops.aten.mm.default, kwargs={},
+            ...                      args=(meta(200, 7168), meta(7168, 4096)), out=meta(200, 4096))
+            >>> with ProfstoreDataSource(demo_db, "v0.18") as source:
+            ...     answer = source.lookup(mm)
+            ...     missed = source.lookup(SimpleNamespace(
+            ...         func=torch.ops.aten.mm.default, kwargs={}, out=None,
+            ...         args=(meta(9000, 7168), meta(7168, 4096))))
+            ...     reason = source.last_miss_reason
+            >>> answer.shape_debug_statistics()["kernel_shapes"], missed, reason
+            ('[[128, 7168], [7168, 4096]]', None, 'outside_convex_hull')
+        """
         try:
             leaf = self.to_leaf(op_invoke_info)
         except Exception as error:  # a malformed op is a miss, never a crash in the host loop
@@ -213,6 +324,14 @@ class ProfstoreDataSource:
         return None
 
     def close(self) -> None:
+        """Close the store if this source opened it (a ``with`` block calls it on exit).
+
+        Never raises.
+
+        Examples:
+            >>> source = ProfstoreDataSource(demo_db, "v0.18")
+            >>> source.close()
+        """
         if self._owns_store:
             self.store.close()
 

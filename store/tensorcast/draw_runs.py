@@ -2,25 +2,25 @@
 every answer is multiplied by its draw (``draws``); which configuration wins in each.
 
 Each search is upstream's own command run by ``commands.run`` (all its processes draw
-alike: the draw travels in ``Settings``). The ranking is read through upstream's own
-objects: while a search runs, ``OptimizerSummary.report_final_result`` (the call that
-prints the result table) is wrapped to keep the summary's ranked rows, one best row per
-parallel configuration, best throughput first (docs/adr/0008-decision-draws.md). The
-draws' own output (upstream's table, K times) is not shown.
+alike: the draw travels in ``Settings``). The ranking is upstream's own ranked table
+(``ranking``). The draws' own output (upstream's table, K times) is not shown.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from time import perf_counter
-from typing import Any
 
+from profstore.tensorcast import analytic_check
 from profstore.tensorcast.commands import CommandRequest, CommandResult, run
-from profstore.tensorcast.draw_report import DrawReport, Ranked, build_report
-from profstore.tensorcast.draw_spec import DrawSpec, check_fallback_error
+from profstore.tensorcast.draw_report import DrawReport, build_report
+from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors, check_fallback_error
+from profstore.tensorcast.drawn_source import ModelRecord
+from profstore.tensorcast.draws import errors_from_check, fallback_error
+from profstore.tensorcast.ranking import Ranked, ranked_tables
+from profstore.tensorcast.settings import Settings
 from profstore.tensorcast.upstream import UpstreamError, command_module
 
 COMMAND = "throughput-optimizer"
@@ -30,7 +30,8 @@ OTHER_SEARCHES = ("--disagg", "--enable-optimize-prefill-decode-ratio")
 
 @dataclass(frozen=True)
 class DrawRequest:
-    """``k`` draws from ``seed``; ``fallback_error``: F, or None (analytic answers exact)."""
+    """``k`` draws from ``seed``; ``fallback_error``: F (0: the analytic answers exact), or
+    None (their errors from the analytic check)."""
 
     k: int
     seed: int = 0
@@ -57,7 +58,7 @@ def run_with_draws(request: CommandRequest, draws: DrawRequest
     """The nominal search (output as usual), then the K draws; the report of both."""
     check_request(request.command, request.upstream_args, draws)
     command_module(request.command, request.tensorcast_root)  # upstream importable
-    spec = DrawSpec(draws.seed, None, draws.fallback_error)
+    spec = DrawSpec(draws.seed, None, FallbackErrors.of(draws.fallback_error))
     start = perf_counter()
     with ranked_tables() as tables:
         nominal = run(replace(request, settings=replace(request.settings, draw=spec),
@@ -66,6 +67,8 @@ def run_with_draws(request: CommandRequest, draws: DrawRequest
     if nominal.exit_code != 0:
         raise UpstreamError(f"TensorCast's search exited {nominal.exit_code}: no draws")
     nominal_table = _one_table(tables)
+    spec = replace(spec, fallback=fallback_errors(spec.fallback, nominal, request.settings))
+    models = with_fallback_errors(nominal.models or [], spec.fallback)
     quiet = replace(request, stats_json=None, fallbacks=None, compare_table=None,
                     settings=replace(request.settings, compare_dir=None))
     drawn: list[list[Ranked]] = []
@@ -77,11 +80,32 @@ def run_with_draws(request: CommandRequest, draws: DrawRequest
         if result.exit_code != 0:
             raise UpstreamError(f"draw {index}: TensorCast's search exited {result.exit_code}")
         drawn.append(_one_table(tables))
-    report = build_report(draws.k, draws.seed, draws.fallback_error, nominal_table, drawn,
-                          nominal.models or [], nominal_seconds, perf_counter() - start)
+    report = build_report(draws.k, draws.seed, spec.fallback, nominal_table, drawn,
+                          models, nominal_seconds, perf_counter() - start)
     if request.stats_json:
         write_stats(request.stats_json, nominal, report)
     return nominal, report
+
+
+def fallback_errors(base: FallbackErrors, nominal: CommandResult,
+                    settings: Settings) -> FallbackErrors:
+    """The draws' fallback errors: as stated, or from the nominal search's analytic check
+    (a calibrated fallback's class draws its leave-one-out multipliers)."""
+    if base.source != "calibration":
+        return base
+    found = analytic_check.check(analytic_check.observations(nominal.summary.models()))
+    return errors_from_check(found, set(settings.calibration or {}))
+
+
+def with_fallback_errors(models: list[ModelRecord], errors: FallbackErrors
+                         ) -> list[ModelRecord]:
+    """The nominal models with each analytic answer's error source and variance as the
+    draws will draw them (the nominal search ran before they were known)."""
+    for model in models:
+        for op in model.ops.values():
+            if op.source == "ANALYTIC":
+                op.level, op.variance = fallback_error(errors, op.kernel)
+    return models
 
 
 def _one_table(tables: list[list[Ranked]]) -> list[Ranked]:
@@ -91,37 +115,6 @@ def _one_table(tables: list[list[Ranked]]) -> list[Ranked]:
     return tables[0]
 
 
-@contextlib.contextmanager
-def ranked_tables() -> Iterator[list[list[Ranked]]]:
-    """The ranked rows of every result table upstream reports while the block runs."""
-    from serving_cast.service.optimizer_summary import OptimizerSummary
-
-    original = OptimizerSummary.__dict__["report_final_result"]
-    found: list[list[Ranked]] = []
-
-    def report_final_result(self: Any, args: Any, silent: bool = False) -> Any:
-        found.append(ranked_rows(self, args))
-        return original(self, args, silent)
-
-    OptimizerSummary.report_final_result = report_final_result
-    try:
-        yield found
-    finally:
-        OptimizerSummary.report_final_result = original
-
-
-def ranked_rows(summary: Any, args: Any) -> list[Ranked]:
-    """Upstream's ranking of one summary: the best row per parallel configuration within
-    the latency limits, best throughput first (empty when nothing passed)."""
-    if summary.get_summary_df() is None or summary.get_summary_df().empty:
-        return []
-    if summary._is_pd_ratio_mode() or isinstance(args.input_length, str):
-        raise UpstreamError("--draws needs the aggregated search's ranked table")
-    table = summary._prepare_agg_disagg_results()
-    return [Ranked(str(row["parallel"]), float(row["token/s"]), int(row["batch_size"]))
-            for _, row in table.iterrows()]
-
-
 def write_stats(path: str, nominal: CommandResult, report: DrawReport) -> None:
     """The nominal search's summary, with the draws under ``"draws"`` (``--stats-json``)."""
     import json
@@ -129,6 +122,6 @@ def write_stats(path: str, nominal: CommandResult, report: DrawReport) -> None:
 
     from profstore.tensorcast import summary
 
-    data = summary.to_json(nominal.summary, nominal.timing)
+    data = summary.to_json(nominal.summary, nominal.timing, nominal.best)
     data["draws"] = report.to_json()
     Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -2,10 +2,10 @@
 
 ``DrawnDataSource`` wraps the data source a TensorCast model asks: a profstore answer comes
 back multiplied by its draw (``draws``); ``DrawnFallback`` wraps the analytic model that
-prices a miss (multiplied only with ``--fallback-error``). Per model (one per parallel
-configuration) each process records every distinct op it priced: its nominal latency,
-its calls, its multiplier and the variance of its multiplier; it writes them to
-``<run_dir>/draws-<pid>.json`` at exit, as ``run_stats`` does for its statistics.
+prices a miss (multiplied by its fallback error, ``draw_spec.FallbackErrors``). Per model
+(one per parallel configuration) each process records every distinct op it priced: its
+nominal latency, its calls, its multiplier and the variance of its multiplier; it writes
+them to ``<run_dir>/draws-<pid>.json`` at exit, as ``run_stats`` does for its statistics.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from profstore.model.result import QueryResult
 from profstore.tensorcast import draws
 from profstore.tensorcast.draw_spec import DrawSpec
+from profstore.tensorcast.ledger import config_of, op_class
 from profstore.tensorcast.metered import MeteredDataSource
 from profstore.tensorcast.result import TensorCastResult
 from profstore.tensorcast.settings import Settings
@@ -31,7 +32,8 @@ from profstore.tensorcast.stores import shared_store
 @dataclass
 class OpRecord:
     """One distinct op of one model: ``source`` is profstore's (MEASURED, …) or
-    ``ANALYTIC`` for a miss TensorCast's own model priced."""
+    ``ANALYTIC`` for a miss TensorCast's own model priced (its ``kernel`` is then its op
+    class, ``ledger.op_class``)."""
 
     op: str
     kernel: str
@@ -49,16 +51,6 @@ class ModelRecord:
 
     config: dict[str, int]
     ops: dict[str, OpRecord] = field(default_factory=dict)
-
-
-def config_of(user_input: Any) -> dict[str, int]:
-    parallel = user_input.get_parallel_config()
-    names = {"TP": "tensor_parallel_size", "PP": "pipeline_parallel_size",
-             "DP": "data_parallel_size", "EP": "expert_parallel_size",
-             "MOE-TP": "moe_tensor_parallel_size", "MOE-DP": "moe_data_parallel_size"}
-    found = {key: int(getattr(parallel, name, 0) or 0) for key, name in names.items()}
-    found["MTP"] = int(getattr(user_input, "num_mtp_tokens", 0) or 0)
-    return found
 
 
 class DrawnDataSource:
@@ -109,12 +101,12 @@ class DrawnFallback:
         key = str(op_invoke_info.cache_key)
         if self.source.missed_key != key:
             return result
-        spec = self.source.spec
-        factor = draws.fallback_multiplier(spec, key)
+        spec, name = self.source.spec, _op_name(op_invoke_info)
+        kind = op_class(name, self.source.metered.inner.last_result)
+        factor = draws.fallback_multiplier(spec, key, kind)
+        level, variance = draws.fallback_error(spec.fallback, kind)
         self.source.record.ops[key] = OpRecord(
-            _op_name(op_invoke_info), "", "ANALYTIC", "fallback" if spec.fallback_error
-            else "none", result.execution_time_s * 1e6, factor,
-            draws.fallback_variance(spec.fallback_error))
+            name, kind, "ANALYTIC", level, result.execution_time_s * 1e6, factor, variance)
         if factor == 1.0:
             return result
         return dataclasses.replace(result, execution_time_s=result.execution_time_s * factor,

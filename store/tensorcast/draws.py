@@ -17,10 +17,12 @@ sorted multipliers.
 So within one draw the same regime and coordinate (or the same measured rows) get the
 same error in every process and every configuration, and the draws differ from each other.
 
-An answer TensorCast's analytic model gave (a miss) has no error unless ``--fallback-error
-F`` is given: then its multiplier is ``(1 + F) ** z``, ``z`` a standard normal from the
-same rule with the identity ``["fallback", cache_key]`` — log-normal, median 1, one
-standard deviation is a factor ``1 + F`` either way.
+An answer TensorCast's analytic model gave (a miss) draws, by default, from its op class's
+distribution in the analytic check (``draw_spec.FallbackErrors``): one of the sorted
+multipliers, picked by the same rule with the identity ``["fallback", cache_key]``. With
+``--fallback-error F`` its multiplier is ``(1 + F) ** z``, ``z`` a standard normal from
+that rule — log-normal, median 1, one standard deviation is a factor ``1 + F`` either way;
+``--fallback-error 0`` leaves it exact.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ import numpy as np
 from profstore.evaluation.uncertainty import ErrorModel, answer_error, default_cache_dir
 from profstore.model.result import QueryResult
 from profstore.paths.base import regime_key
-from profstore.tensorcast.draw_spec import DrawSpec
+from profstore.tensorcast.analytic_check import MIN_OPS, AnalyticCheck
+from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors
 
 
 def identity(result: QueryResult) -> list[Any]:
@@ -95,20 +98,28 @@ def multiplier(dist: Distribution, spec: DrawSpec, ident: list[Any]) -> float:
     return dist.values[int(pick)]
 
 
-def fallback_multiplier(spec: DrawSpec, cache_key: str) -> float:
-    """An analytic answer's multiplier: ``(1 + F) ** z`` (module docstring)."""
-    if spec.index is None or spec.fallback_error is None:
+def fallback_multiplier(spec: DrawSpec, cache_key: str, op_class: str) -> float:
+    """An analytic answer's multiplier in draw ``spec.index`` (module docstring)."""
+    errors = spec.fallback
+    if spec.index is None or errors.source == "none":
         return 1.0
-    z = draw_rng(spec.seed, spec.index, ["fallback", cache_key]).standard_normal()
-    return float((1.0 + spec.fallback_error) ** z)
+    rng = draw_rng(spec.seed, spec.index, ["fallback", cache_key])
+    if errors.source == "stated":
+        return float((1.0 + float(errors.stated or 0.0)) ** rng.standard_normal())
+    values = errors.pool(op_class)[1]
+    return values[int(rng.integers(0, len(values)))] if values else 1.0
 
 
-def fallback_variance(error: float | None) -> float:
-    """The variance of ``(1 + F) ** z``: log-normal with sigma ``ln(1 + F)``."""
-    if error is None:
-        return 0.0
-    sigma2 = math.log1p(error) ** 2
-    return math.exp(sigma2) * (math.exp(sigma2) - 1.0)
+def fallback_error(errors: FallbackErrors, op_class: str) -> tuple[str, float]:
+    """Where an analytic answer of this class draws its error from, and the variance of
+    its multiplier (``none`` and 0 when it draws none)."""
+    if errors.source == "stated":
+        sigma2 = math.log1p(float(errors.stated or 0.0)) ** 2
+        return "stated", math.exp(sigma2) * (math.exp(sigma2) - 1.0)
+    if errors.source == "none":
+        return "none", 0.0
+    level, values = errors.pool(op_class)
+    return (level, float(np.var(values))) if values else ("none", 0.0)
 
 
 class Distributions:
@@ -125,3 +136,14 @@ class Distributions:
         if found is None:
             found = self._known[key] = distribution(result, self.model)
         return found
+
+
+def errors_from_check(found: AnalyticCheck, calibrated: set[str]) -> FallbackErrors:
+    """Per class with at least ``MIN_OPS`` answered ops, its sorted multipliers: the
+    leave-one-out ones where its fallbacks are calibrated (``calibrated``, a usable
+    class), else its ratios measured / analytic; pooled: every answered op's ratio."""
+    classes = {name: tuple(sorted(c.loo_multipliers if name in calibrated and c.usable
+                                  else c.ratios))
+               for name, c in found.classes.items() if c.measured_ops >= MIN_OPS}
+    pooled = tuple(sorted(o.ratio for o in found.observations))
+    return FallbackErrors("calibration", None, classes, pooled)

@@ -24,8 +24,10 @@ from time import perf_counter
 from types import ModuleType
 from typing import Any
 
-from profstore.tensorcast import runner_hook
+from profstore.tensorcast import calibrated, runner_hook
+from profstore.tensorcast.calibrated import ClassCalibration
 from profstore.tensorcast.data_source import ProfstoreDataSource
+from profstore.tensorcast.ledger import Kind, ModelLedger, PricedOp, config_of
 from profstore.tensorcast.metered import MeteredDataSource
 from profstore.tensorcast.run_stats import Recorder
 from profstore.tensorcast.settings import Settings
@@ -40,9 +42,40 @@ def install(db: str | os.PathLike[str], version: str, *,
             format_policy: dict[str, Any] | None = None,
             run_dir: str | None = None, compare_dir: str | None = None,
             regime_policy: dict[str, Any] | None = None) -> Settings:
-    """Make every ``ModelRunner`` this process builds use profstore; returns the settings
-    (``to_environment()`` hands them to worker processes). The database and the version
-    are checked here: a ``ValueError`` names what is wrong before anything runs."""
+    """Make every ``ModelRunner`` this process builds use profstore.
+
+    The database and the version are checked here, before anything runs. Nothing of
+    TensorCast is imported: the factory is replaced when ``tensor_cast.core.model_runner``
+    is imported (at once if it already is).
+
+    Args:
+        db: a SQLite file path or SQLAlchemy URL.
+        version: the version to answer from.
+        context: ``LeafContext`` fields for every leaf (EP and TP sizes come from each
+            configuration's parallel config).
+        format_policy: formats stated for tensors that state none.
+        run_dir: a folder for the run's statistics (``profstore tensorcast`` sums them).
+        compare_dir: a profiling folder for upstream's own CSV data source, asked beside
+            profstore for every op (``--compare``).
+        regime_policy: stated regime equivalences.
+
+    Returns:
+        The settings (``to_environment()`` hands them to worker processes).
+
+    Raises:
+        ValueError: an unknown version, a bad context field or a policy the version
+            refutes.
+        FileNotFoundError: no database at ``db``.
+
+    Examples:
+        >>> from tensor_cast.core.model_runner import ModelRunner
+        >>> settings = install(demo_db, "v0.18", context={"phase": "decode"})
+        >>> settings.version, settings.context
+        ('v0.18', {'phase': 'decode'})
+        >>> ModelRunner.create_performance_models.__module__
+        'profstore.tensorcast.installation'
+        >>> uninstall()
+    """
     settings = Settings(os.fspath(db), version, dict(context or {}), format_policy,
                         run_dir, compare_dir, regime_policy)
     check(settings)
@@ -74,6 +107,18 @@ def _replace_factory(module: ModuleType) -> None:
 
 
 def uninstall() -> None:
+    """Give ``ModelRunner`` back upstream's own performance-model factory.
+
+    Nothing happens when profstore is not installed; a runner module imported later is
+    left as upstream wrote it.
+
+    Examples:
+        >>> from tensor_cast.core.model_runner import ModelRunner
+        >>> settings = install(demo_db, "v0.18")
+        >>> uninstall()
+        >>> ModelRunner.create_performance_models.__module__
+        'tensor_cast.core.model_runner'
+    """
     runner_hook.forget()
     original = _ACTIVE.pop("original", None)
     _ACTIVE.pop("settings", None)
@@ -113,11 +158,12 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
     try:
         metered = MeteredDataSource(_data_source(settings, user_input), stats)
         source: Any = metered
+        comparing = None
         if settings.compare_dir is not None:
             from profstore.tensorcast.compare import ComparingDataSource
 
-            source = ComparingDataSource(metered, settings.compare_dir, user_input,
-                                         device_profile, settings.run_dir)
+            source = comparing = ComparingDataSource(metered, settings.compare_dir, user_input,
+                                                     device_profile, settings.run_dir)
     except Exception as error:  # upstream's search would log it and skip the configuration
         stats.errors.append(f"{type(error).__name__}: {error}")
         recorder().flush()
@@ -129,12 +175,21 @@ def _profstore_model(user_input: Any, device_profile: Any) -> Any:
 
         source, fallback, record = drawn_source.attach(settings, user_input, source,
                                                        fallback, metered)
-    model = counted_model_class()(device_profile, source, fallback, metered)
+    ledger = ModelLedger(config_of(user_input))
+    stats.models.append(ledger)
+    model = counted_model_class()(device_profile, source, fallback, metered, ledger,
+                                  _calibrations(settings), comparing)
     if record is not None:
         model.process_op = drawn_source.counting(model.process_op, record)
     stats.data_sources += 1
     stats.setup_seconds += perf_counter() - start
     return model
+
+
+def _calibrations(settings: Settings) -> dict[str, ClassCalibration]:
+    """The calibrations that price fallbacks (``--calibrated-fallbacks``; else none)."""
+    return {name: ClassCalibration.from_json(data)
+            for name, data in (settings.calibration or {}).items()}
 
 
 def _data_source(settings: Settings, user_input: Any) -> ProfstoreDataSource:
@@ -156,23 +211,45 @@ def counted_model_class() -> type:
 
     class CountedEmpiricalModel(EmpiricalPerformanceModel):
         def __init__(self, device_profile: Any, data_source: Any, fallback_model: Any,
-                     metered: MeteredDataSource) -> None:
+                     metered: MeteredDataSource, ledger: ModelLedger,
+                     calibrations: dict[str, ClassCalibration], comparing: Any) -> None:
             EmpiricalPerformanceModel.__init__(self, device_profile, data_source, fallback_model)
-            self._cache: dict[Any, Any] = {}
-            self._fallbacks: dict[Any, Any] = {}
+            self._cache: dict[Any, tuple[Any, PricedOp, Any]] = {}
             self._metered = metered
+            self._ledger = ledger
+            self._calibrations = calibrations
+            self._comparing = comparing
 
         def process_op(self, op_invoke_info: Any) -> Any:
             key = op_invoke_info.cache_key
-            if key not in self._cache:
-                result = EmpiricalPerformanceModel.process_op(self, op_invoke_info)
-                self._cache[key] = result
-                self._fallbacks[key] = self._metered.fallback(result.execution_time_s * 1e6)
+            found = self._cache.get(key)
+            if found is None:
+                found = self._cache[key] = self._price(op_invoke_info, key)
+            result, entry, fallback = found
             self._metered.stats.calls += 1
-            fallback = self._fallbacks[key]
+            entry.calls += 1
             if fallback is not None:
                 fallback.calls += 1
-            return self._cache[key]
+            return result
+
+        def _price(self, op_invoke_info: Any, key: Any) -> tuple[Any, PricedOp, Any]:
+            """Upstream's answer for a new op, its ledger entry and its fallback record."""
+            result = EmpiricalPerformanceModel.process_op(self, op_invoke_info)
+            latency_us = result.execution_time_s * 1e6
+            record = self.op_records[-1]
+            entry = self._metered.priced(record.func_name, latency_us,
+                                         record.analytic_latency_s * 1e6)
+            fallback = self._metered.fallback(latency_us)
+            theirs = self._comparing.last_upstream if self._comparing is not None else None
+            if theirs is not None:
+                entry.upstream_kind, entry.upstream_us = theirs.kind, theirs.latency_us
+                entry.upstream_reason = theirs.reason
+            found = self._calibrations.get(entry.op_class)
+            if found is not None and entry.kind is Kind.FALLBACK:
+                result, entry = calibrated.apply(result, entry, found)
+                fallback = None  # priced by its calibration, not by the analytic model
+            self._ledger.ops[str(key)] = entry
+            return result, entry, fallback
 
     CachingPerformanceModel.register(CountedEmpiricalModel)  # a virtual subclass: the
     # runtime's isinstance check passes, its constructor is not in the MRO

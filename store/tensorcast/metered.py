@@ -10,6 +10,7 @@ from typing import Any
 
 from profstore.model.leaf import LeafOp
 from profstore.tensorcast.data_source import ProfstoreDataSource
+from profstore.tensorcast.ledger import Kind, PricedOp, kind_of, op_class
 from profstore.tensorcast.result import TensorCastResult
 from profstore.tensorcast.run_stats import Fallback, ProcessStats
 
@@ -78,6 +79,16 @@ class MeteredDataSource:
                 miss.op, leaf, miss.reason, miss.label, analytic_us,
                 nearest_us=near.get("latency_us"), differs=near.get("differs"))
         return found
+
+    def priced(self, op: str, latency_us: float, analytic_us: float) -> PricedOp:
+        """The ledger entry of the op just priced: how the last lookup answered it, the
+        latency TensorCast used and TensorCast's analytic latency for it."""
+        result = self.inner.last_result
+        kind = kind_of(result)
+        reason = None
+        if kind is Kind.FALLBACK:
+            reason = result.reason.value if result is not None and result.reason else "unknown"
+        return PricedOp(op, op_class(op, result), kind, latency_us, analytic_us, reason)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

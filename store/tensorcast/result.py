@@ -33,21 +33,43 @@ RowShapes = Callable[[str, int], ShapeList]
 
 @dataclass(frozen=True)
 class ShapeMatchInfo:
-    """Shape debug info of one lookup (upstream's field names)."""
+    """Shape debug info of one lookup (upstream's field names).
+
+    Examples:
+        >>> from profstore.tensorcast import ShapeMatchInfo
+        >>> info = ShapeMatchInfo([[200, 7168]], [[128, 7168]], "linear_1d")
+        >>> info.shape_match_rule
+        'linear_1d'
+    """
 
     simulation_shapes: ShapeList
+    """The leaf's non-scalar tensor inputs' shapes."""
     kernel_shapes: ShapeList
+    """The matched row's input shapes (for an interpolation, the heaviest vertex's);
+    ``[]`` when none."""
     shape_match_rule: str
+    """profstore's lookup method (``base_exact``, ``linear_1d``, ...), or the miss code."""
 
 
 @dataclass(frozen=True)
 class SubKernelShapeInfo:
-    """Shape debug info of one sub-kernel of a composite (upstream's field names)."""
+    """Shape debug info of one sub-kernel of a composite (upstream's field names).
+
+    Examples:
+        >>> from profstore.tensorcast import SubKernelShapeInfo
+        >>> part = SubKernelShapeInfo("MatMulV2", [[8, 7168]], [[8, 7168]], "base_exact")
+        >>> part.kernel_type, part.shape_match_rule
+        ('MatMulV2', 'base_exact')
+    """
 
     kernel_type: str
+    """The sub-kernel."""
     simulation_shapes: ShapeList
+    """The composite leaf's non-scalar tensor inputs' shapes."""
     kernel_shapes: ShapeList
+    """The sub-kernel's matched row's input shapes; ``[]`` when none (or missed)."""
     shape_match_rule: str
+    """The sub-kernel's lookup method, or its miss reason."""
 
 
 COMPACT_KEYS = ("kernel_type", "method", "zero_cost", "accepted_miss", "missed_kernels")
@@ -61,21 +83,65 @@ class TensorCastResult(QueryResult):
 
     A compact result's ``details`` hold only ``COMPACT_KEYS``: TensorCast merges them into
     every op's statistics, and its bound classifier then walks every key of them for every
-    call of the op (docs/adr/0004). ``all_details`` is the whole record either way."""
+    call of the op (docs/adr/0004). ``all_details`` is the whole record either way.
+
+    Examples:
+        >>> from profstore import QueryResult
+        >>> from profstore.tensorcast import TensorCastResult
+        >>> answer = TensorCastResult.of(QueryResult.measured(
+        ...     5.15584, kernel_type="RmsNorm", method="base_exact", exact_key="x2|..."),
+        ...     compact=True)
+        >>> answer.latency_us, answer.details, answer.all_details["exact_key"]
+        (5.15584, {'kernel_type': 'RmsNorm', 'method': 'base_exact'}, 'x2|...')
+    """
 
     shape_match_info: ShapeMatchInfo | None = None
+    """Shape debug info of a single-kernel answer."""
     sub_kernel_shapes: list[SubKernelShapeInfo] | None = None
+    """Shape debug info of each sub-kernel of a composite answer."""
     full_details: dict[str, Any] | None = None
+    """A compact result's whole details; None when ``details`` is already whole."""
 
     @property
     def all_details(self) -> dict[str, Any]:
+        """The whole details, compact or not.
+
+        Examples:
+            >>> from profstore import QueryResult
+            >>> from profstore.tensorcast import TensorCastResult
+            >>> result = QueryResult.measured(1.0, method="base_exact", op="aten.mm.default")
+            >>> TensorCastResult.of(result, compact=True).all_details["op"]
+            'aten.mm.default'
+        """
         return self.details if self.full_details is None else self.full_details
 
     @classmethod
     def of(cls, result: QueryResult, leaf: LeafOp | None = None,
            row_shapes: RowShapes | None = None, compact: bool = False) -> TensorCastResult:
-        """``result`` with its shape debug info (kernel shapes need ``row_shapes``); with
-        ``compact``, its details cut to ``COMPACT_KEYS`` (the rest in ``full_details``)."""
+        """A ``QueryResult`` with its shape debug info.
+
+        Never raises.
+
+        Args:
+            result: the answer.
+            leaf: the descriptor asked (its shapes are the simulation shapes).
+            row_shapes: ``(file, line) -> input shapes`` of a stored row (kernel shapes
+                are ``[]`` without it).
+            compact: cut ``details`` to ``COMPACT_KEYS`` (the rest in ``full_details``).
+
+        Returns:
+            The answer TensorCast reads.
+
+        Examples:
+            >>> from profstore import LeafOp, QueryResult
+            >>> from profstore.tensorcast import TensorCastResult
+            >>> leaf = LeafOp("aten.mm.default", args=[{"shape": [200, 7168], "dtype": "bfloat16"}])
+            >>> result = QueryResult.measured(5.0, method="base_exact",
+            ...                               matched_rows=[{"file": "MatMulV2.csv", "line": 12}])
+            >>> TensorCastResult.of(result, leaf, lambda file, line: [[128, 7168]]).shape_match_info
+            ShapeMatchInfo(simulation_shapes=[[200, 7168]], kernel_shapes=[[128, 7168]],
+                           shape_match_rule='base_exact')
+        """
         shapes_of = row_shapes or _no_shapes
         simulation = simulation_shapes(leaf) if leaf is not None else []
         details = result.details
@@ -94,7 +160,21 @@ class TensorCastResult(QueryResult):
                    handed, info, subs, details)
 
     def shape_debug_statistics(self) -> dict[str, Any]:
-        """What TensorCast merges into the op's statistics (upstream's keys and spelling)."""
+        """What TensorCast merges into the op's statistics (upstream's keys and spelling).
+
+        Never raises.
+
+        Returns:
+            ``sub_kernel_shapes`` (a JSON list) for a composite, else ``kernel_shapes``
+            (text, ``""`` when none) and ``shape_match_rule``.
+
+        Examples:
+            >>> from profstore import QueryResult
+            >>> from profstore.tensorcast import TensorCastResult
+            >>> TensorCastResult.of(QueryResult.measured(5.0, method="base_exact")
+            ...                     ).shape_debug_statistics()
+            {'kernel_shapes': '', 'shape_match_rule': 'base_exact'}
+        """
         if self.sub_kernel_shapes is not None:
             return {"sub_kernel_shapes": json.dumps([
                 {"kernel_type": sk.kernel_type, "simulation_shapes": str(sk.simulation_shapes),

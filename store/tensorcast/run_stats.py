@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profstore.tensorcast.ledger import ModelLedger
+
 
 @dataclass
 class Fallback:
@@ -60,6 +62,8 @@ class ProcessStats:
     errors: list[str] = field(default_factory=list)
     equivalences: Counter[str] = field(default_factory=Counter)
     """Answers that used a stated regime equivalence, by op and substitution."""
+    models: list[ModelLedger] = field(default_factory=list)
+    """What each model of this process priced, op by op (``ledger``)."""
 
     def answered(self, source: str, seconds: float) -> None:
         self.lookups += 1
@@ -78,13 +82,15 @@ class ProcessStats:
             "errors")}
         data.update(sources=dict(self.sources), misses=dict(self.misses), labels=dict(self.labels),
                     fallbacks=[asdict(f) for f in self.fallbacks.values()],
-                    equivalences=dict(self.equivalences))
+                    equivalences=dict(self.equivalences),
+                    models=[model.to_json() for model in self.models])
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProcessStats:
         fallbacks = [Fallback(**f) for f in data.pop("fallbacks")]
-        stats = cls(**data)
+        models = [ModelLedger.from_json(m) for m in data.pop("models", [])]
+        stats = cls(**data, models=models)
         stats.sources, stats.misses = Counter(stats.sources), Counter(stats.misses)
         stats.labels, stats.equivalences = Counter(stats.labels), Counter(stats.equivalences)
         stats.fallbacks = {json.dumps(f.leaf, sort_keys=True): f for f in fallbacks}
@@ -169,6 +175,10 @@ class RunSummary:
                 else:
                     merged[key] = Fallback(**asdict(item))
         return sorted(merged.values(), key=lambda f: (-f.time_us, f.op))
+
+    def models(self) -> list[ModelLedger]:
+        """Every model of every process (``ledger``)."""
+        return [model for process in self.processes for model in process.models]
 
     def errors(self) -> list[str]:
         return [e for p in self.processes for e in p.errors]

@@ -25,7 +25,8 @@ class Settings:
     directory of CSVs whose upstream data source is asked beside profstore (None: no
     comparison); ``regime_policy``: stated regime equivalences as ``ProfstoreDataSource``
     takes them (JSON); ``draw``: the draw this run simulates (None: the search as
-    measured)."""
+    measured); ``calibration``: per usable op class, the analytic check's calibration
+    that prices its fallbacks (``--calibrated-fallbacks``; None: the analytic answer)."""
 
     db: str
     version: str
@@ -35,6 +36,7 @@ class Settings:
     compare_dir: str | None = None
     regime_policy: dict[str, Any] | None = None
     draw: DrawSpec | None = None
+    calibration: dict[str, dict[str, float]] | None = None
 
     def to_environment(self) -> None:
         os.environ[ENVIRONMENT] = json.dumps(asdict(self), sort_keys=True)

@@ -1,5 +1,6 @@
 """The Datasette instance of ``profstore serve``: one SQLite file, read-only, with the
-metadata and canned queries shipped in this package and the profstore plugin."""
+metadata shipped in this package, the canned queries of ``profstore.storage`` and the
+profstore plugin."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from profstore.storage.canned_queries import canned_queries_metadata
 
 SETTINGS = {
     # The duplicates view ranks every point of a version: seconds on the corpus, not ms.
@@ -43,7 +45,7 @@ def load_metadata(database: str) -> dict[str, Any]:
     text = importlib.resources.files("profstore.web").joinpath("metadata.yaml").read_text(
         encoding="utf-8")
     document = yaml.safe_load(text)
-    block = document.pop("database")
+    block = {**document.pop("database"), "queries": canned_queries_metadata()}
     document["description_html"] = document["description_html"].replace(
         "{database}", database)
     return {**document, "databases": {database: block}}

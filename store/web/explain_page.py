@@ -12,11 +12,10 @@ from profstore.api import Store
 from profstore.model.leaf import LeafOp
 from profstore.presentation.explain import ROWS_USED, explain_sections
 from profstore.presentation.text_table import format_cell, to_json
-from profstore.storage import schema as t
+from profstore.storage.catalog import latest_operator_alias
+from profstore.storage.provenance import StoredRow, stored_row
 from profstore.web import render
 from profstore.web.state import WebState
-from sqlalchemy import select
-from sqlalchemy.engine import Connection
 
 EXAMPLE = ('{"op": "tensor_cast.rms_norm.default", "args": [{"shape": [28, 7168], "dtype": '
            '"bfloat16"}, {"shape": [7168], "dtype": "bfloat16"}, 1e-06], "outputs": '
@@ -47,7 +46,8 @@ def explain(store: Store, version: str, text: str, interpolation: bool) -> Expla
     sections = explain_sections(leaf, version, profile.mapping.entry(leaf.op), result)
     matched = result.details.get("matched_rows") or []
     with store.engine.connect() as conn:
-        rows = [_linked(conn, profile.id, row) for row in matched]
+        rows = [_linked(row, stored_row(conn, profile.id, row.get("file"), row.get("line")))
+                for row in matched]
     return Explained(
         latency="-" if result.latency_us is None else f"{format_cell(result.latency_us)} us",
         source=result.source.value if result.source else "-",
@@ -56,31 +56,16 @@ def explain(store: Store, version: str, text: str, interpolation: bool) -> Expla
         rows=rows, json=to_json(result.as_dict(), indent=2))
 
 
-def _linked(conn: Connection, profile_id: int, row: dict[str, Any]) -> dict[str, Any]:
+def _linked(row: dict[str, Any], stored: StoredRow | None) -> dict[str, Any]:
     """The row's cells and where it is stored: ("sample" | "comm_sample", id) or None."""
     cells = {k: format_cell(row.get(k)) if k != "axes" else
              ", ".join(format_cell(a) for a in row.get("axes") or []) for k in ROW_FIELDS}
-    return {**cells, "table": _stored_at(conn, profile_id, row.get("file"), row.get("line"))}
-
-
-def _stored_at(conn: Connection, profile_id: int, file: Any,
-               line: Any) -> tuple[str, int] | None:
-    s, k, c = t.sample.c, t.kernel_file.c, t.comm_sample.c
-    found = conn.execute(select(s.id).join(t.kernel_file, k.id == s.kernel_file_id).where(
-        s.profile_id == profile_id, k.file_name == file, s.line_no == line)).scalar()
-    if found is not None:
-        return ("sample", found)
-    found = conn.execute(select(c.id).join(t.kernel_file, k.id == c.kernel_file_id).where(
-        k.file_name == file, c.line_no == line).order_by(c.id)).scalar()
-    return ("comm_sample", found) if found is not None else None
+    return {**cells, "table": None if stored is None else (stored.table, stored.id)}
 
 
 def _default_version(store: Store) -> str:
-    p = t.profile_set.c
     with store.engine.connect() as conn:
-        found = conn.execute(select(p.alias).where(p.framework != "hccl")
-                             .order_by(p.id.desc())).scalar()
-    return found or ""
+        return latest_operator_alias(conn) or ""
 
 
 async def explain_page(state: WebState, datasette: Any, request: Any) -> Response:

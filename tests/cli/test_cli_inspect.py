@@ -10,10 +10,10 @@ from contextlib import nullcontext
 from datetime import datetime
 
 import pytest
-from profstore.cli import inspect as inspect_verbs
 from profstore.cli.main import main
-from profstore.cli.sqlguard import Limits, ReadOnlyViolation, check_statement, guarded
+from profstore.storage import sql_door
 from profstore.storage.engines import make_engine
+from profstore.storage.sql_door import Limits, ReadOnlyViolation, check_statement, guarded
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -202,8 +202,8 @@ def test_sql_refuses_writes(capsys, fixture_db, statement):
 @pytest.mark.sqlite_only
 def test_sql_connection_is_read_only_even_without_the_guard(capsys, fixture_db,
                                                             monkeypatch):
-    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
-    monkeypatch.setattr(inspect_verbs, "guarded", lambda conn, limits: nullcontext())
+    monkeypatch.setattr(sql_door, "check_statement", lambda sql, dialect: None)
+    monkeypatch.setattr(sql_door, "guarded", lambda conn, limits: nullcontext())
     code, _, err = run(capsys, "sql", "--db", fixture_db, "DELETE FROM rejected_row")
     assert code == 1
     assert "readonly database" in err

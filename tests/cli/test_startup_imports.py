@@ -21,7 +21,8 @@ HEAVY = ("numpy", "scipy", "sqlalchemy", "alembic", "matplotlib", "yaml", "tqdm"
 drawn or the version is printed; never by an import of the library or by ``--help``."""
 
 HELP_MODULES = {"profstore", "profstore.cli", "profstore.cli.main", "profstore.cli.common",
-                "profstore.cli.reference", "profstore.cli.sqlguard", "profstore.cli.verbs",
+                "profstore.cli.reference", "profstore.storage", "profstore.storage.sql_door",
+                "profstore.cli.verbs",
                 "profstore.cli.tensorcast_verbs"}
 """All of profstore that the parsers need."""
 

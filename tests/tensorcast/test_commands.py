@@ -88,6 +88,43 @@ def test_the_summary_names_the_fallbacks_by_simulated_time(text_generate):
     assert lines[0]["op"] == "tensor_cast.attention.default"
 
 
+def _parts(split: dict) -> float:
+    return sum(split[f"{b}_us"] for b in ("measured", "interpolated", "extrapolated",
+                                            "partial", "zero_cost", "calibrated")) + sum(
+        split["fallback_us"].values())
+
+
+def test_time_by_source_splits_the_simulated_step(text_generate):
+    run, stats, _ = text_generate
+    split = stats["time_by_source"]
+    # upstream's own total of the step it simulated, as it prints it
+    total_ms = float(re.search(r"Total time for empirical: ([0-9.]+)ms", run.stdout).group(1))
+    assert split["total_us"] == pytest.approx(total_ms * 1000, abs=0.5)
+    assert _parts(split) == pytest.approx(split["total_us"], rel=1e-12)
+    assert sum(split["shares"].values()) == pytest.approx(1.0, abs=1e-9)
+    # the fallbacks' analytic time is the fallback table's; their reasons are the misses'
+    assert sum(split["fallback_us"].values()) == pytest.approx(stats["fallback_time_us"])
+    assert set(split["fallback_us"]) == set(stats["misses"])
+    assert sum(split["calls"].values()) == stats["calls"] == 6804
+    assert split["extrapolated_us"] == 0.0  # profstore never extrapolates
+    assert "time by source: " in run.stderr and "analytic check (" in run.stderr
+
+
+def test_the_analytic_check_lists_every_class_profstore_answered(text_generate):
+    _, stats, _ = text_generate
+    check = stats["analytic_check"]
+    counted: dict[str, int] = {}
+    for item in check["observations"]:
+        assert item["kind"] in ("measured", "interpolated")
+        assert item["measured_us"] > 0 and item["analytic_us"] > 0
+        counted[item["op_class"]] = counted.get(item["op_class"], 0) + 1
+    assert {name: c["measured_ops"] for name, c in check["classes"].items()} == counted
+    for c in check["classes"].values():
+        assert c["ratio_p10"] <= c["ratio_median"] <= c["ratio_p90"]
+        assert c["usable"] == (c["measured_ops"] >= 5
+                               and c["loo_ape_calibrated"] < c["loo_ape_analytic"])
+
+
 @pytest.mark.sqlite_only
 def test_the_fallbacks_file_is_a_workload_gaps_reads(text_generate, perfdb_path, tmp_path):
     _, _, fallbacks = text_generate
@@ -180,6 +217,31 @@ def test_compare_explains_every_difference(our_search):
         len(rows), len(rows) - len(differ))
 
 
+def test_the_search_splits_its_time_per_configuration_and_for_the_best(our_search):
+    ours, stats, _ = our_search
+    _, label, _ = best(ours.stdout)
+    assert stats["best_configuration"] == label
+    configurations = stats["time_by_configuration"]
+    assert len(configurations) == 2  # TP 4 and TP 8
+    assert sum(c["total_us"] for c in configurations.values()) == pytest.approx(
+        stats["time_by_source"]["total_us"])
+    best_split = stats["best_time_by_source"]
+    assert best_split in configurations.values()
+    for split in (stats["time_by_source"], best_split):
+        assert _parts(split) == pytest.approx(split["total_us"], rel=1e-12)
+        assert sum(split["shares"].values()) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.sqlite_only
+def test_compare_splits_upstreams_time_over_the_same_calls(our_search):
+    _, stats, _ = our_search
+    ours, theirs = stats["time_by_source"], stats["upstream_time_by_source"]
+    assert sum(theirs["calls"].values()) == sum(ours["calls"].values()) == stats["calls"]
+    assert _parts(theirs) == pytest.approx(theirs["total_us"], rel=1e-12)
+    assert sum(theirs["shares"].values()) == pytest.approx(1.0, abs=1e-9)
+    assert theirs["total_us"] != ours["total_us"]
+
+
 # --- bad input: one line, non-zero, nothing written ---------------------------------------
 
 @pytest.mark.parametrize(("words", "message"), [
@@ -195,6 +257,9 @@ def test_compare_explains_every_difference(our_search):
       "--", "MODEL"], "--tensorcast-root /nonexistent: no tensor_cast/ folder there"),
     (["tensorcast", "throughput-optimizer", "--version", "v0.18", "--", "MODEL",
       "--tp-sizes", "four"], "TensorCast refused its arguments:"),
+    (["tensorcast", "text-generate", "--version", "v0.18", "--calibrated-fallbacks",
+      "missing.json", "--", "MODEL"],
+     "--calibrated-fallbacks missing.json: not a profstore tensorcast --stats-json file"),
     (["tensorcast", "text-generate", "--context", "{\"phase\": \"lunch\"}", "--version",
       "v0.18", "--", "MODEL"], "phase"),
 ])

@@ -22,9 +22,10 @@ from profstore.evaluation.uncertainty import ErrorModel
 from profstore.evaluation.workload import load_workload, run_workload
 from profstore.paths.base import regime_key
 from profstore.tensorcast import draws
-from profstore.tensorcast.draw_report import NO_WINNER, Ranked, build_report, matches
-from profstore.tensorcast.draw_spec import DrawSpec
+from profstore.tensorcast.draw_report import NO_WINNER, build_report
+from profstore.tensorcast.draw_spec import DrawSpec, FallbackErrors
 from profstore.tensorcast.drawn_source import ModelRecord, OpRecord
+from profstore.tensorcast.ranking import Ranked, matches
 
 from tests.support.evaluation import RMS_OP, SQUARE, UNVERIFIED, write_rms
 from tests.support.perfdb import build_store
@@ -92,7 +93,7 @@ def test_the_nominal_search_and_answers_without_errors_are_not_moved(square):
     assert draws.multiplier(dist, DrawSpec(SEED, None), draws.identity(result)) == 1.0
     empty = draws.Distribution("none", "", ())
     assert draws.multiplier(empty, DrawSpec(SEED, 3), ["x"]) == 1.0
-    assert draws.fallback_multiplier(DrawSpec(SEED, 3), "key") == 1.0
+    assert draws.fallback_multiplier(DrawSpec(SEED, 3), "key", "MatMulV2") == 1.0
 
 
 def test_a_fallback_draws_log_normal_with_the_given_error():
@@ -100,17 +101,19 @@ def test_a_fallback_draws_log_normal_with_the_given_error():
         text = json.dumps([SEED, index, ["fallback", "aten.mm|4x4"]], separators=(",", ":"))
         number = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
         z = np.random.default_rng(number).standard_normal()
-        assert draws.fallback_multiplier(DrawSpec(SEED, index, 0.2), "aten.mm|4x4") == (
+        stated = DrawSpec(SEED, index, FallbackErrors.of(0.2))
+        assert draws.fallback_multiplier(stated, "aten.mm|4x4", "MatMulV2") == (
             pytest.approx(1.2 ** z))
     # Var of exp(sigma z), sigma = ln 1.2
     s2 = math.log(1.2) ** 2
-    assert draws.fallback_variance(0.2) == pytest.approx((math.exp(s2) - 1) * math.exp(s2))
+    assert draws.fallback_error(FallbackErrors.of(0.2), "MatMulV2") == (
+        "stated", pytest.approx((math.exp(s2) - 1) * math.exp(s2)))
 
 
-@pytest.mark.parametrize("bad", [0.0, -0.2, math.nan, math.inf])
+@pytest.mark.parametrize("bad", [-0.2, math.nan, math.inf])
 def test_a_bad_fallback_error_is_refused(bad):
     with pytest.raises(ValueError, match="--fallback-error"):
-        DrawSpec(0, 0, bad)
+        DrawSpec(0, 0, FallbackErrors.of(bad))
 
 
 # --- the report -----------------------------------------------------------------------
@@ -137,7 +140,7 @@ def test_the_report_counts_winners_and_calls_the_choice_robust_or_not():
                               0.01, calls=10),
                      OpRecord("pow", "", "ANALYTIC", "none", 5.0, 1.0, 0.0, calls=2)),
               record(8, 1, OpRecord("pow", "", "ANALYTIC", "none", 50.0, 1.0, 0.0, calls=1))]
-    report = build_report(5, 3, None, nominal, drawn, models, 1.0, 5.0)
+    report = build_report(5, 3, FallbackErrors("none"), nominal, drawn, models, 1.0, 5.0)
     assert report.winners == {A: 3, B: 1, NO_WINNER: 1}
     assert report.runner_up == Ranked(B, 90.0, 32)
     assert sum(report.winners.values()) == 5
@@ -149,8 +152,8 @@ def test_the_report_counts_winners_and_calls_the_choice_robust_or_not():
     # variance: mm 30² · 0.04 = 36, add 20² · 0.01 = 4
     assert [(o.op, o.variance_share) for o in report.variance_ops] == [
         ("mm", pytest.approx(0.9)), ("add", pytest.approx(0.1))]
-    again = build_report(5, 3, None, nominal, [table((A, 1.0))] * 4 + [table((B, 1.0))],
-                         models, 1.0, 5.0)
+    again = build_report(5, 3, FallbackErrors("none"), nominal,
+                         [table((A, 1.0))] * 4 + [table((B, 1.0))], models, 1.0, 5.0)
     assert again.robust is True  # 4 of 5
 
 
@@ -205,6 +208,12 @@ def test_draws_are_deterministic_for_a_seed_and_differ_from_each_other(two_searc
     assert data["robust"] == (data["winners"].get(label, 0) >= 0.8 * 3)
     assert "the nominal best wins" in first_run.stderr
     assert data["variance_ops"] and 0 < data["fallback_time_share"] < 1
+    # by default every analytic fallback draws its class's error from the analytic check
+    fallback = data["fallback_error"]
+    assert fallback["source"] == "calibration" and fallback["pooled_ops"] > 0
+    assert 0 < fallback["winner_variance_share"] < 1
+    assert {entry["from"] for entry in fallback["classes"].values()} <= {"class", "pooled"}
+    assert "fallback errors from the analytic check" in first_run.stderr
 
 
 @pytest.mark.requires_perfdb

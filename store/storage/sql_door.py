@@ -1,4 +1,5 @@
-"""The door behind ``profstore sql``: one read statement, a time limit, nothing else.
+"""The read-only SQL door behind ``profstore sql``: one read statement, a time limit,
+nothing else.
 
 SQLite decides what a statement does, so SQLite is asked: an authorizer
 (``set_authorizer``) sees every action of the statement as it is prepared and allows
@@ -21,12 +22,12 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the CLI's parser reads DEFAULT_SECONDS: --help imports no SQLAlchemy
     from sqlalchemy import Connection
 
 DEFAULT_SECONDS = 30.0
@@ -198,3 +199,27 @@ def _translated(authorizer: _Authorizer | None, limits: Limits) -> Iterator[None
         if getattr(exc.orig, "sqlstate", None) in ("25006", "42501"):  # read-only; no privilege
             raise ReadOnlyViolation(message) from None
         raise
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What one statement through the door read: its column names, up to ``max_rows``
+    rows, and whether it had more."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    more: bool
+
+
+def read_statement(conn: Connection, sql: str, params: Mapping[str, Any], limits: Limits,
+                   max_rows: int) -> ReadResult:
+    """Run one read statement (``:name`` parameters) under the door; raises
+    ``ReadOnlyViolation`` or ``StatementTimeout`` with a one-line reason."""
+    from sqlalchemy import text
+
+    check_statement(sql, conn.dialect.name)
+    with guarded(conn, limits):
+        result = conn.execute(text(sql), dict(params))
+        columns = list(result.keys())
+        fetched = result.fetchmany(max_rows + 1) if result.returns_rows else []
+    return ReadResult(columns, [tuple(r) for r in fetched[:max_rows]], len(fetched) > max_rows)
