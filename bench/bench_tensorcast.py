@@ -130,17 +130,8 @@ def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
         baseline: str | None = None) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-tensorcast-"))
     try:
-        work.chmod(0o755)  # TensorCast refuses a group- or world-writable model folder
-        models = {}
-        for name in {s.model for s in scenarios}:
-            models[name] = work / name
-            shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name,
-                            models[name])
-            models[name].chmod(0o755)
-        if db is None:
-            db = str(work / "perf.db")
-            subprocess.run([sys.executable, "-m", "profstore", "ingest", str(root), "--db", db],
-                           check=True, capture_output=True)
+        models = {name: _model_dir(name, work) for name in {s.model for s in scenarios}}
+        db = db or _ingest(work, root)
         extra = (BASELINE,) if baseline else ()
         runs: dict[str, dict[str, list[Run]]] = {
             s.name: {source: [] for source in (*s.sources, *extra)} for s in scenarios}
@@ -154,6 +145,24 @@ def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
         return _report(scenarios, runs, baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _model_dir(name: str, parent: Path) -> Path:
+    """A config of TensorCast's tests/assets/model_config copied under ``parent``, both
+    0755 (TensorCast refuses a group- or world-writable model folder)."""
+    target = parent / name
+    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name, target)
+    for path in (parent, target):
+        path.chmod(0o755)
+    return target
+
+
+def _ingest(folder: Path, root: Path = SHARED / "perfdb") -> str:
+    """The corpus under ``root`` ingested into ``folder/perf.db``; its path."""
+    db = str(folder / "perf.db")
+    subprocess.run([sys.executable, "-m", "profstore", "ingest", str(root), "--db", db],
+                   check=True, capture_output=True)
+    return db
 
 
 def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]],
