@@ -1,16 +1,22 @@
-"""TensorCast's throughput search three ways, in one run: upstream's analytic model alone,
+"""What a user of TensorCast waits for, three ways: upstream's analytic model alone,
 upstream's profiling model on the version's CSV directory, and ``profstore tensorcast``.
-Reports each search's own "All experiments completed in" time, the ratios, the best
-configuration of each, and profstore's lookups (count, time, per lookup, share).
 
-    python -m bench.bench_tensorcast [--root ../shared/perfdb] [--db perf.db] [--rounds 1]
-                                     [--model qwen3_dense_32b] [--json FILE]
+For each command: its wall clock (the command's start to its exit, as the user waits) beside
+upstream's own "All experiments completed in" (the search alone), the time outside the
+search (wall − completed in), the best configuration, and profstore's lookups (count, time,
+per lookup, share of the processes' time). Scenarios (``SCENARIOS``): the issue's dense
+reference search (Qwen3-32B, 8 devices, TP 4 and 8, batch 1-64, TPOT <= 50 ms, 2 jobs),
+its MoE search (Qwen3-30B-A3B, input 2048, output 512, TP 2/4, EP 2/8, batch 8-48,
+TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against analytic).
 
-The searches run one after the other, round by round (``--rounds`` > 1 alternates them
-again, each figure then the median), so a machine that gets busier mid-run shows in every
-source alike. The default arguments are the issue's reference search (Qwen3-32B, 8
-devices, TP 4 and 8, batch 1-64, TPOT <= 50 ms, 2 jobs). Results go to ``--json`` (default
-``bench/results/tensorcast-<commit>.json``).
+    python -m bench.bench_tensorcast [--root ../shared/perfdb] [--db perf.db] [--rounds 2]
+                                     [--scenarios dense moe decode-step] [--out FILE_STEM]
+                                     [--baseline-python ../main/.venv/bin/python]
+
+Each round runs every scenario's commands one after the other (analytic, upstream,
+profstore), so a machine that gets busier mid-run shows in every source alike; a figure is
+the median over the rounds, every round is kept. The load average before each command is
+recorded. Results: ``bench/results/tensorcast-<commit>.json`` and ``.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -20,39 +26,51 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from bench.tensorcast_report import Run, markdown, summary
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 TENSOR_CAST = SHARED / "third_party" / "msmodeling-84fec85"
 V18 = "ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5"
-SEARCH = ["--device", "ATLAS_800_A3_752T_128G_DIE", "--num-devices", "8", "--input-length",
-          "1024", "--output-length", "256", "--tp-sizes", "4", "8", "--tpot-limit", "50",
-          "--batch-range", "1", "64", "-j", "2"]
+DEVICE = ["--device", "ATLAS_800_A3_752T_128G_DIE"]
 COMPLETED = re.compile(r"All experiments completed in ([0-9.]+) seconds")
 TOP = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
                  r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
+STEP = re.compile(r"\[(?:analytic|empirical)\] Execution time: ([0-9.]+) s")
+BASELINE = "profstore-baseline"
+"""``profstore tensorcast`` run by ``--baseline-python`` (another checkout's interpreter)."""
+UPSTREAM = {"throughput-optimizer": "cli.inference.throughput_optimizer",
+            "text-generate": "cli.inference.text_generate"}
 
 
-@dataclass
-class Search:
-    """One source's searches: their times, and the best configuration they found."""
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    model: str
+    command: str
+    args: tuple[str, ...]
+    sources: tuple[str, ...] = ("analytic", "upstream", "profstore")
 
-    source: str
-    seconds: list[float] = field(default_factory=list)
-    best: str = ""
-    best_throughput: float = 0.0
-    batch: int = 0
-    lookup_stats: list[dict[str, float]] = field(default_factory=list)
 
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.seconds)
+SCENARIOS = (
+    Scenario("dense", "qwen3_dense_32b", "throughput-optimizer", (
+        *DEVICE, "--num-devices", "8", "--input-length", "1024", "--output-length", "256",
+        "--tp-sizes", "4", "8", "--tpot-limit", "50", "--batch-range", "1", "64", "-j", "2")),
+    Scenario("moe", "qwen3_moe_30b_a3b", "throughput-optimizer", (
+        *DEVICE, "--num-devices", "8", "--input-length", "2048", "--output-length", "512",
+        "--tp-sizes", "2", "4", "--ep-sizes", "2", "8", "--tpot-limit", "40", "--batch-range",
+        "8", "48", "-j", "2")),
+    Scenario("decode-step", "qwen3_dense_32b", "text-generate", (
+        "--num-queries", "16", "--query-length", "1", "--context-length", "4096", "--decode",
+        *DEVICE, "--tp-size", "8", "--num-devices", "8"), ("analytic", "profstore")),
+)
 
 
 def _environment() -> dict[str, str]:
@@ -60,63 +78,102 @@ def _environment() -> dict[str, str]:
             "PYTHONPATH": str(TENSOR_CAST)}
 
 
-def _run(command: list[str], search: Search) -> None:
+def _command(scenario: Scenario, source: str, model: Path, db: str, root: Path,
+             stats: Path, baseline: str | None) -> list[str]:
+    args = [str(model), *scenario.args]
+    if source.startswith("profstore"):
+        python = baseline if source == BASELINE and baseline else sys.executable
+        return [python, "-m", "profstore", "tensorcast", scenario.command, "--db", db,
+                "--version", "v0.18", "--stats-json", str(stats), "--", *args]
+    upstream = [sys.executable, "-m", UPSTREAM[scenario.command], *args,
+                "--performance-model"]
+    if source == "analytic":
+        return [*upstream, "analytic"]
+    return [*upstream, "profiling", "--profiling-database-path", str(root / V18)]
+
+
+def _run(scenario: Scenario, source: str, command: list[str], stats: Path) -> Run:
+    stats.unlink(missing_ok=True)
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=_environment(),
                           cwd=TENSOR_CAST, timeout=1800)
-    found, top = COMPLETED.search(done.stdout), TOP.search(done.stdout)
-    if done.returncode != 0 or found is None or top is None:
-        raise SystemExit(f"{search.source}: the search failed (exit {done.returncode}): "
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{scenario.name} {source}: exit {done.returncode}: "
                          f"{(done.stderr or done.stdout)[-800:]}")
-    search.seconds.append(float(found.group(1)))
-    search.best_throughput, search.best, search.batch = (
-        float(top.group(1)), top.group(2), int(top.group(3)))
+    found, top, step = (COMPLETED.search(done.stdout), TOP.search(done.stdout),
+                        STEP.search(done.stdout))
+    if scenario.command == "throughput-optimizer" and found is None:
+        raise SystemExit(f"{scenario.name} {source}: no 'completed in' line: "
+                         f"{done.stdout[-800:]}")
+    run = Run(wall, float(found.group(1)) if found else None, load,
+              step_s=float(step.group(1)) if step else None)
+    if top is not None:  # a search where no configuration meets the limits has no table
+        run.best, run.best_throughput, run.batch = (
+            top.group(2), float(top.group(1)), int(top.group(3)))
+    if source.startswith("profstore"):
+        run.lookups = _lookups(json.loads(stats.read_text(encoding="utf-8")))
+    return run
 
 
-def _profstore(model: Path, db: str, stats: Path, search: Search) -> None:
-    _run([sys.executable, "-m", "profstore", "tensorcast", "throughput-optimizer", "--db", db,
-          "--version", "v0.18", "--stats-json", str(stats), "--", str(model), *SEARCH], search)
-    data = json.loads(stats.read_text(encoding="utf-8"))
-    search.lookup_stats.append({
-        "lookups": data["lookups"], "lookup_seconds": data["lookup_seconds"],
-        "per_lookup_ms": 1000 * data["lookup_seconds"] / max(1, data["lookups"]),
-        "share": data["lookup_share"], "setup_seconds": data["setup_seconds"],
-        "processes": data["processes_that_looked_up"], "data_sources": data["data_sources"]})
+def _lookups(data: dict[str, object]) -> dict[str, float]:
+    count, seconds = float(data["lookups"]), float(data["lookup_seconds"])  # type: ignore[arg-type]
+    return {"lookups": count, "lookup_seconds": seconds,
+            "per_lookup_ms": 1000 * seconds / max(1.0, count),
+            "share": float(data["lookup_share"]),  # type: ignore[arg-type]
+            "setup_seconds": float(data["setup_seconds"]),  # type: ignore[arg-type]
+            "processes": float(data["processes_that_looked_up"])}  # type: ignore[arg-type]
 
 
-def run(root: Path, db: str | None, model_name: str, rounds: int) -> dict[str, object]:
+def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
+        baseline: str | None = None) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-tensorcast-"))
     try:
-        model = work / model_name
-        shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / model_name, model)
-        for path in (work, model):
-            path.chmod(0o755)
-        if db is None:
-            db = str(work / "perf.db")
-            subprocess.run([sys.executable, "-m", "profstore", "ingest", str(root), "--db", db],
-                           check=True, capture_output=True)
-        searches = {s: Search(s) for s in ("analytic", "upstream", "profstore")}
-        analytic = [sys.executable, "-m", "cli.inference.throughput_optimizer", str(model),
-                    *SEARCH]
+        models = {name: _model_dir(name, work) for name in {s.model for s in scenarios}}
+        db = db or _ingest(work, root)
+        extra = (BASELINE,) if baseline else ()
+        runs: dict[str, dict[str, list[Run]]] = {
+            s.name: {source: [] for source in (*s.sources, *extra)} for s in scenarios}
         for _ in range(rounds):
-            _run([*analytic, "--performance-model", "analytic"], searches["analytic"])
-            _run([*analytic, "--performance-model", "profiling", "--profiling-database-path",
-                  str(root / V18)], searches["upstream"])
-            _profstore(model, db, work / "stats.json", searches["profstore"])
-        return _report(searches)
+            for scenario in scenarios:
+                for source in runs[scenario.name]:
+                    stats = work / "stats.json"
+                    command = _command(scenario, source, models[scenario.model], db, root,
+                                       stats, baseline)
+                    runs[scenario.name][source].append(_run(scenario, source, command, stats))
+        return _report(scenarios, runs, baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _report(searches: dict[str, Search]) -> dict[str, object]:
-    ours = searches["profstore"]
-    lookups = {key: statistics.median(s[key] for s in ours.lookup_stats)
-               for key in ours.lookup_stats[0]}
+def _model_dir(name: str, parent: Path) -> Path:
+    """A config of TensorCast's tests/assets/model_config copied under ``parent``, both
+    0755 (TensorCast refuses a group- or world-writable model folder)."""
+    target = parent / name
+    shutil.copytree(TENSOR_CAST / "tests" / "assets" / "model_config" / name, target)
+    for path in (parent, target):
+        path.chmod(0o755)
+    return target
+
+
+def _ingest(folder: Path, root: Path = SHARED / "perfdb") -> str:
+    """The corpus under ``root`` ingested into ``folder/perf.db``; its path."""
+    db = str(folder / "perf.db")
+    subprocess.run([sys.executable, "-m", "profstore", "ingest", str(root), "--db", db],
+                   check=True, capture_output=True)
+    return db
+
+
+def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]],
+            baseline: str | None) -> dict[str, object]:
     return {
-        "commit": _commit(), "search": SEARCH,
-        "searches": {name: {**asdict(s), "median_s": s.median_s} for name, s in searches.items()},
-        "profstore_over_analytic": ours.median_s / searches["analytic"].median_s,
-        "profstore_over_upstream": ours.median_s / searches["upstream"].median_s,
-        "profstore_lookups": lookups,
+        "commit": _commit(), "cpus": os.cpu_count(), "baseline_python": baseline,
+        "scenarios": {s.name: {
+            "model": s.model, "command": s.command, "args": list(s.args),
+            "runs": {source: [{**asdict(r), "outside_s": r.outside_s} for r in found]
+                     for source, found in runs[s.name].items()},
+            "summary": summary(runs[s.name])} for s in scenarios},
     }
 
 
@@ -131,21 +188,27 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=SHARED / "perfdb")
     parser.add_argument("--db", help="an ingested database (default: ingest --root afresh)")
-    parser.add_argument("--model", default="qwen3_dense_32b",
-                        help="a model config of TensorCast's tests/assets/model_config")
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--scenarios", nargs="+", choices=[s.name for s in SCENARIOS],
+                        default=[s.name for s in SCENARIOS])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--baseline-python", metavar="PY",
+                        help="also run profstore tensorcast with this interpreter (another "
+                             "checkout's venv) as the source profstore-baseline, in each round")
+    parser.add_argument("--out", type=Path,
+                        help="the result files' path without suffix (default: "
+                             "bench/results/tensorcast-<commit>)")
     args = parser.parse_args(argv)
-    report = run(args.root, args.db, args.model, args.rounds)
-    target = args.json or REPO / "bench" / "results" / f"tensorcast-{report['commit']}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    for name, search in report["searches"].items():  # type: ignore[attr-defined]
-        print(f"{name:<10} {search['median_s']:7.2f} s  best {search['best']} batch "
-              f"{search['batch']} {search['best_throughput']:.2f} tok/s")
-    print(f"profstore / analytic {report['profstore_over_analytic']:.3f}, profstore / upstream "
-          f"{report['profstore_over_upstream']:.3f}; lookups {report['profstore_lookups']}")
-    print(f"written to {target}")
+    if args.rounds < 1:
+        parser.error("--rounds: at least 1")
+    chosen = [s for s in SCENARIOS if s.name in args.scenarios]
+    report = run(args.root, args.db, chosen, args.rounds, args.baseline_python)
+    stem = args.out or REPO / "bench" / "results" / f"tensorcast-{report['commit']}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    text = markdown(report)
+    Path(f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(f"{stem}.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {stem}.json and .md")
     return 0
 
 

@@ -97,13 +97,14 @@ def analytic_check(args: argparse.Namespace) -> int:
 
 
 def _draws(args: argparse.Namespace) -> DrawRequest | None:
-    """``--draws`` and its options, checked before anything runs."""
-    from profstore.tensorcast.draw_search import DrawRequest, check_request
-
+    """``--draws`` and its options, checked before anything runs (its modules are
+    imported only when asked for)."""
     if args.draws is None:
         if args.fallback_error is not None:
             raise CliError("--fallback-error goes with --draws")
         return None
+    from profstore.tensorcast.draw_search import DrawRequest, check_request
+
     draws = DrawRequest(args.draws, args.seed, args.fallback_error)
     try:
         check_request(args.tensorcast_command, tuple(args.upstream_args), draws)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from profstore.model.clock_cache import ClockCache
 from profstore.paths.base import Extraction
 
 if TYPE_CHECKING:
@@ -70,23 +71,75 @@ def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[st
             if not _same(target.get(name), theirs.get(name))}
 
 
+class _Texts(dict[str, str]):
+    """A regime's values as JSON text, each made on first use (``_same``'s second test)."""
+
+    def __init__(self, regime: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.regime = regime
+
+    def __missing__(self, name: str) -> str:
+        text = self[name] = _text(self.regime.get(name))
+        return text
+
+
+def _differences_of_key(target: Mapping[str, Any], mine: _Texts,
+                        key: str) -> dict[str, list[Any]]:
+    """``differences(target, _parsed(key))`` with the JSON texts of both sides made once:
+    the target's per miss (``mine``), a measured regime's per key (``_key_texts``). A miss
+    compares the target with every regime of its kernel, and a search misses the same
+    kernel's regimes again at every new shape."""
+    theirs, texts = _parsed(key), _key_texts(key)
+    found = {}
+    for name in sorted(set(target) | set(theirs)):
+        a, b = target.get(name), theirs.get(name)
+        if (type(a) is not type(b) or a != b) and mine[name] != texts[name]:
+            found[name] = [a, b]
+    return found
+
+
 @functools.lru_cache(maxsize=16384)
 def _parsed(key: str) -> Mapping[str, Any]:
     """A regime key's fields, parsed once per key (read only: copied where it is kept)."""
     return MappingProxyType(json.loads(key))
 
 
+@functools.lru_cache(maxsize=16384)
+def _key_texts(key: str) -> _Texts:
+    return _Texts(_parsed(key))
+
+
+Nearest = list[tuple[dict[str, Any], int, dict[str, list[Any]]]]
+
+_CLOSEST: ClockCache[tuple[str, tuple[tuple[str, int], ...], int], Nearest] = ClockCache(4096)
+"""``closest``'s answers by (the target's ``repr``, regimes, cap): a search misses the same
+regime of a kernel at every new shape, and the answer does not depend on the shape."""
+
+
 def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
-            cap: int = MAX_NEAREST) -> list[tuple[dict[str, Any], int, dict[str, list[Any]]]]:
+            cap: int = MAX_NEAREST) -> Nearest:
     """(regime, points, differences) of the measured regimes with the fewest differing
     fields (ties in key order, at most ``cap``); the target's own regime is not among
-    them (a regime with no difference is the target's and has no point to offer)."""
+    them (a regime with no difference is the target's and has no point to offer). Each
+    call hands back its own dicts and lists."""
+    key = (repr(tuple(target.items())), tuple(regimes), cap)
+    found = _CLOSEST.get(key)
+    if found is None:
+        found = _closest(target, regimes, cap)
+        _CLOSEST.put(key, found)
+    return [(dict(regime), points, {name: list(pair) for name, pair in differs.items()})
+            for regime, points, differs in found]
+
+
+def _closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
+             cap: int) -> Nearest:
     scored = []
+    mine = _Texts(target)
     for key, points in regimes:
         if points <= 0:
             continue
         regime = _parsed(key)
-        differs = differences(target, regime)
+        differs = _differences_of_key(target, mine, key)
         if differs:
             scored.append((len(differs), key, regime, points, differs))
     if not scored:

@@ -61,7 +61,7 @@ class CommandResult:
     timing: report.Timing
     compared: CompareCounts | None = None
     models: list[ModelRecord] | None = None
-    """With ``settings.draw``: the ops each model priced (``drawn_source``)."""
+    """With ``settings.draw``: the ops each model priced (``draws.source``)."""
     best: Ranked | None = None
     """The throughput search's best configuration (upstream's ranked table's first row)."""
 

@@ -6,6 +6,8 @@ performance models with) by one that gives the ``profiling`` model a
 ``ProfstoreDataSource`` on this process's shared store (``stores``), with the EP and TP
 sizes of each configuration's own parallel config. ``uninstall()`` puts upstream's back.
 A worker process started with ``spawn`` installs from the environment (``worker``).
+Neither imports TensorCast: the factory is replaced when the runner's module is imported
+(``runner_hook``), where upstream's own process first imports it.
 
 The empirical model it builds is upstream's ``EmpiricalPerformanceModel``, made to count
 every call: it is registered as a (virtual) ``CachingPerformanceModel``, so the runtime
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from time import perf_counter
+from types import ModuleType
 from typing import Any
 
-from profstore.tensorcast import calibrated
+from profstore.tensorcast import calibrated, runner_hook
 from profstore.tensorcast.calibrated import ClassCalibration
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.ledger import Kind, ModelLedger, PricedOp, config_of
@@ -40,8 +44,9 @@ def install(db: str | os.PathLike[str], version: str, *,
             regime_policy: dict[str, Any] | None = None) -> Settings:
     """Make every ``ModelRunner`` this process builds use profstore.
 
-    The database and the version are checked here, before anything runs. TensorCast
-    (``tensor_cast``) must be importable.
+    The database and the version are checked here, before anything runs. Nothing of
+    TensorCast is imported: the factory is replaced when ``tensor_cast.core.model_runner``
+    is imported (at once if it already is).
 
     Args:
         db: a SQLite file path or SQLAlchemy URL.
@@ -61,7 +66,6 @@ def install(db: str | os.PathLike[str], version: str, *,
         ValueError: an unknown version, a bad context field or a policy the version
             refutes.
         FileNotFoundError: no database at ``db``.
-        ModuleNotFoundError: TensorCast is not importable.
 
     Examples:
         >>> from tensor_cast.core.model_runner import ModelRunner
@@ -88,22 +92,25 @@ def check(settings: Settings) -> None:
 
 
 def install_settings(settings: Settings) -> None:
-    from tensor_cast.core.model_runner import ModelRunner
-
-    if "original" not in _ACTIVE:
-        _ACTIVE["original"] = ModelRunner.__dict__["create_performance_models"]
+    """Install ``settings`` in this process: the factory is replaced on the model runner's
+    module when it is imported (``runner_hook``), so this imports nothing of TensorCast."""
     _ACTIVE["settings"] = settings
     _ACTIVE.pop("recorder", None)  # the next one writes to this installation's run_dir
-    ModelRunner.create_performance_models = staticmethod(create_performance_models)
+    runner_hook.when_imported(_replace_factory)
+
+
+def _replace_factory(module: ModuleType) -> None:
+    runner = module.ModelRunner
+    if "original" not in _ACTIVE:
+        _ACTIVE["original"] = runner.__dict__["create_performance_models"]
+    runner.create_performance_models = staticmethod(create_performance_models)
 
 
 def uninstall() -> None:
     """Give ``ModelRunner`` back upstream's own performance-model factory.
 
-    Nothing happens when profstore is not installed.
-
-    Raises:
-        ModuleNotFoundError: TensorCast is not importable.
+    Nothing happens when profstore is not installed; a runner module imported later is
+    left as upstream wrote it.
 
     Examples:
         >>> from tensor_cast.core.model_runner import ModelRunner
@@ -112,12 +119,12 @@ def uninstall() -> None:
         >>> ModelRunner.create_performance_models.__module__
         'tensor_cast.core.model_runner'
     """
-    from tensor_cast.core.model_runner import ModelRunner
-
+    runner_hook.forget()
     original = _ACTIVE.pop("original", None)
     _ACTIVE.pop("settings", None)
-    if original is not None:
-        ModelRunner.create_performance_models = original
+    module = sys.modules.get(runner_hook.RUNNER_MODULE)
+    if original is not None and module is not None:
+        module.ModelRunner.create_performance_models = original
 
 
 def recorder() -> Recorder:

@@ -76,3 +76,32 @@ def test_spelled_differences_clip_long_values():
     assert spell_differs({"scale_mode": ["per_tensor", "per_token"], "block": [None, 32]}) == \
         "scale_mode per_tensor → per_token, block null → 32"
     assert spell_differs({"dtypes": ["A;" * 10, "B"]}, clip=6) == "dtypes A;A;A… → B"
+
+
+def test_closest_compares_values_as_json_text_whatever_their_type():
+    """A list and a tuple of the same items are the same regime value; 1 and 1.0, or 1 and
+    True, are not (their JSON texts differ), and a cached answer keeps them apart (ties in
+    key order: '{"block": 1,' sorts before '{"block": 1.0')."""
+    regimes = [(key(block=[8, 16]), 4), (key(block=1, dtype="DT_BF16"), 2)]
+    tuple_target = {**TARGET, "block": (8, 16)}
+    assert closest(tuple_target, regimes) == [
+        ({**TARGET, "block": 1, "dtype": "DT_BF16"}, 2,
+         {"block": [(8, 16), 1], "dtype": ["DT_FLOAT16", "DT_BF16"]})]
+    regimes = [(key(block=1), 4), (key(block=1.0, scale_mode="per_token"), 2)]
+    for block, expected in ((1, [({**TARGET, "block": 1.0, "scale_mode": "per_token"}, 2,
+                                  {"block": [1, 1.0],
+                                   "scale_mode": ["per_tensor", "per_token"]})]),
+                            (1.0, [({**TARGET, "block": 1}, 4, {"block": [1.0, 1]}),
+                                   ({**TARGET, "block": 1.0, "scale_mode": "per_token"}, 2,
+                                    {"scale_mode": ["per_tensor", "per_token"]})]),
+                            (True, [({**TARGET, "block": 1}, 4, {"block": [True, 1]})])):
+        assert closest({**TARGET, "block": block}, regimes) == expected
+
+
+def test_each_call_of_closest_hands_back_its_own_copies():
+    regimes = [(key(dtype="DT_BF16"), 5)]
+    first = closest(TARGET, regimes)
+    first[0][0]["dtype"] = "changed"
+    first[0][2]["dtype"].append("changed")
+    assert closest(TARGET, regimes) == [({**TARGET, "dtype": "DT_BF16"}, 5,
+                                         {"dtype": ["DT_FLOAT16", "DT_BF16"]})]

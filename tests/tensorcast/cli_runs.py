@@ -4,13 +4,17 @@ does: offline, TensorCast found through ``$TENSORCAST_ROOT``, model configs copi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.tensorcast.parent_probe import MARK
 from tests.tensorcast.simulation import TENSOR_CAST
+
+PROBE = Path(__file__).with_name("parent_probe.py")
 
 TOP_ROW = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
                      r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
@@ -24,6 +28,21 @@ def environment() -> dict[str, str]:
 def profstore(*words: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "profstore", *words], capture_output=True,
                           text=True, env=environment(), cwd=cwd, timeout=900)
+
+
+def profstore_probed(*words: str) -> subprocess.CompletedProcess[str]:
+    """``profstore`` as ``profstore()`` runs it, through ``parent_probe`` (its stderr also
+    names the watched modules the parent held before upstream's ``main()``)."""
+    return subprocess.run([sys.executable, str(PROBE), *words], capture_output=True,
+                          text=True, env=environment(), timeout=900)
+
+
+def parent_modules(stderr: str) -> list[str]:
+    """The watched modules ``parent_probe`` found imported before upstream's ``main()``."""
+    lines = [line for line in stderr.splitlines() if line.startswith(MARK)]
+    assert len(lines) == 1, stderr[-2000:]
+    found: list[str] = json.loads(lines[0].removeprefix(MARK))
+    return found
 
 
 def upstream(module: str, *words: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.tensorcast.cli_runs import best, profstore, upstream
+from tests.tensorcast.cli_runs import (
+    best,
+    parent_modules,
+    profstore,
+    profstore_probed,
+    upstream,
+)
 from tests.tensorcast.simulation import DEVICE, V18_DIR, copy_model, require_tensor_cast
 
 pytestmark = pytest.mark.requires_perfdb
@@ -36,9 +42,9 @@ def model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def text_generate(perfdb_path, model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("text_generate")
-    run = profstore("tensorcast", "text-generate", "--db", perfdb_path, "--version", "v0.18",
-                    "--stats-json", str(out / "stats.json"), "--fallbacks",
-                    str(out / "fallbacks.jsonl"), "--", str(model_dir), *QWEN)
+    run = profstore_probed("tensorcast", "text-generate", "--db", perfdb_path, "--version",
+                           "v0.18", "--stats-json", str(out / "stats.json"), "--fallbacks",
+                           str(out / "fallbacks.jsonl"), "--", str(model_dir), *QWEN)
     assert run.returncode == 0, run.stderr[-3000:]
     return run, json.loads((out / "stats.json").read_text()), out / "fallbacks.jsonl"
 
@@ -55,6 +61,14 @@ def test_text_generate_simulates_the_step_the_library_path_does(text_generate):
     # TensorCast's own label of the 18 unmapped ops, as its own source counts them there
     # (test_simulator.py: upstream's run has "miss:wrapper_unmapped": 18)
     assert stats["misses"]["unmapped"]["tensorcast_labels"] == {"wrapper_unmapped": 18}
+
+
+def test_the_parent_imports_the_model_runner_only_when_upstream_does(text_generate):
+    run, stats, _ = text_generate
+    # set-up done, upstream's main() not yet run: no model runner, no --draws/--compare/web
+    assert parent_modules(run.stderr) == []
+    # then text-generate's main() imported the runner in this one process: profstore priced it
+    assert stats["processes_that_looked_up"] == 1 and stats["lookups"] == 85
 
 
 def test_the_summary_names_the_fallbacks_by_simulated_time(text_generate):
@@ -129,9 +143,9 @@ def our_search(perfdb_path, model_dir, tmp_path_factory, request):
     out = tmp_path_factory.mktemp("search")
     compare = request.config.getoption("--backend") == "sqlite"
     options = ["--compare", "--compare-table", str(out / "compare.csv")] if compare else []
-    ours = profstore("tensorcast", "throughput-optimizer", "--db", perfdb_path, "--version",
-                     "v0.18", "--stats-json", str(out / "stats.json"), *options, "--",
-                     str(model_dir), *SEARCH)
+    ours = profstore_probed("tensorcast", "throughput-optimizer", "--db", perfdb_path,
+                            "--version", "v0.18", "--stats-json", str(out / "stats.json"),
+                            *options, "--", str(model_dir), *SEARCH)
     assert ours.returncode == 0, ours.stderr[-3000:]
     return ours, json.loads((out / "stats.json").read_text()), out / "compare.csv"
 
@@ -154,13 +168,37 @@ def test_the_search_picks_upstreams_best_configuration(our_search, upstream_sear
 
 
 def test_every_worker_looked_up_through_profstore(our_search):
-    _, stats, _ = our_search
+    ours, stats, _ = our_search
+    # before main(): no runner (its workers, forked, meet it inside the search), and
+    # --compare's module not before the first comparison is made
+    assert parent_modules(ours.stderr) == []
     assert stats["processes_that_looked_up"] == 2  # -j 2
     assert stats["errors"] == []
     assert stats["lookups"] == sum(stats["answers"].values()) + sum(
         m["count"] for m in stats["misses"].values())
     assert stats["calls"] > stats["lookups"] > 0
     assert stats["data_sources"] >= 2
+
+
+PD_RATIO = ["--device", DEVICE, "--num-devices", "16", "--input-length", "1024",
+            "--output-length", "256", "--enable-optimize-prefill-decode-ratio",
+            "--prefill-devices-per-instance", "8", "--decode-devices-per-instance", "8",
+            "--tp-sizes", "8", "--batch-range", "32", "33", "--ttft-limit", "2000",
+            "--tpot-limit", "50", "-j", "1"]
+
+
+def test_spawned_workers_answer_through_profstore(perfdb_path, model_dir, tmp_path):
+    """The PD-ratio search runs its prefill and its decode phase each in its own pool
+    started with spawn (one worker each, -j 1; TP 8 on 8 devices: one configuration,
+    so one runner, per phase): each spawned worker installs profstore itself."""
+    run = profstore_probed("tensorcast", "throughput-optimizer", "--db", perfdb_path,
+                           "--version", "v0.18", "--stats-json", str(tmp_path / "stats.json"),
+                           "--", str(model_dir), *PD_RATIO)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert parent_modules(run.stderr) == []
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert (stats["processes_that_looked_up"], stats["data_sources"]) == (2, 2)
+    assert stats["errors"] == [] and stats["answers"].get("MEASURED", 0) > 0
 
 
 @pytest.mark.sqlite_only

@@ -18,7 +18,7 @@ So within one draw the same regime and coordinate (or the same measured rows) ge
 same error in every process and every configuration, and the draws differ from each other.
 
 An answer TensorCast's analytic model gave (a miss) draws, by default, from its op class's
-distribution in the analytic check (``draw_spec.FallbackErrors``): one of the sorted
+distribution in the analytic check (``spec.FallbackErrors``): one of the sorted
 multipliers, picked by the same rule with the identity ``["fallback", cache_key]``. With
 ``--fallback-error F`` its multiplier is ``(1 + F) ** z``, ``z`` a standard normal from
 that rule — log-normal, median 1, one standard deviation is a factor ``1 + F`` either way;

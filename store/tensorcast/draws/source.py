@@ -2,7 +2,7 @@
 
 ``DrawnDataSource`` wraps the data source a TensorCast model asks: a profstore answer comes
 back multiplied by its draw (``draws``); ``DrawnFallback`` wraps the analytic model that
-prices a miss (multiplied by its fallback error, ``draw_spec.FallbackErrors``). Per model
+prices a miss (multiplied by its fallback error, ``spec.FallbackErrors``). Per model
 (one per parallel configuration) each process records every distinct op it priced: its
 nominal latency, its calls, its multiplier and the variance of its multiplier; it writes
 them to ``<run_dir>/draws-<pid>.json`` at exit, as ``run_stats`` does for its statistics.
