@@ -63,7 +63,8 @@ def _split_row(label: str, split: dict[str, Any]) -> str:
 
 def _draws_row(label: str, draws: dict[str, Any]) -> str:
     fallback = draws["fallback_error"]
-    return (f"| {label} | {draws['nominal_best']} | {draws['nominal_best_throughput']:.1f} | "
+    best = draws["nominal_best"].replace(" | ", ", ")
+    return (f"| {label} | {best} | {draws['nominal_best_throughput']:.1f} | "
             f"[{draws['best_throughput_p10']:.1f}, {draws['best_throughput_p90']:.1f}] | "
             f"{'yes' if draws['robust'] else 'no'} | {fallback['source']} | "
             f"{100 * fallback['winner_variance_share']:.1f} |")
@@ -104,9 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", help="an ingested database (default: ingest ../shared/perfdb)")
     parser.add_argument("--out", help="where the stats files go (default: a temporary folder)")
     parser.add_argument("--from", dest="source", help="render the stats files of DIR")
+    parser.add_argument("--commit", help="with --from: the commit that ran them (default: "
+                                         "this checkout's)")
     args = parser.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=REPO).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                           capture_output=True, text=True,
+                                           cwd=REPO).stdout.strip()
     folder = Path(args.source or args.out or tempfile.mkdtemp(prefix="time-sources-"))
     if args.source is None:
         folder.mkdir(parents=True, exist_ok=True)
