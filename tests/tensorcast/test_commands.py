@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from profstore.tensorcast.analytic_check import Observation, check
 
 from tests.tensorcast.cli_runs import (
     best,
@@ -122,6 +123,42 @@ def test_the_analytic_check_lists_every_class_profstore_answered(text_generate):
         assert c["ratio_p10"] <= c["ratio_median"] <= c["ratio_p90"]
         assert c["usable"] == (c["measured_ops"] >= 5
                                and c["loo_ape_calibrated"] < c["loo_ape_analytic"])
+
+
+def _saved_calibration(path: Path) -> Path:
+    """A saved run whose only usable class is Mul at a constant ratio 2 (ratios 1, 2, 2, 2,
+    4 over analytic 1 … 3: tests/tensorcast/test_analytic_check.py)."""
+    observations = [{"op": f"aten.mul.Tensor#{i}", "op_class": "Mul", "kind": "measured",
+                     "measured_us": m, "analytic_us": a}
+                    for i, (a, m) in enumerate(zip([1.0, 1.5, 2.0, 2.5, 3.0],
+                                                   [1.0, 3.0, 4.0, 5.0, 12.0]))]
+    found = check([Observation(**o) for o in observations])
+    path.write_text(json.dumps({"analytic_check": found.to_json()}))
+    return path
+
+
+def test_calibrated_fallbacks_price_a_usable_class_and_nothing_else(text_generate, perfdb_path,
+                                                                     model_dir, tmp_path):
+    _, plain, _ = text_generate
+    saved = _saved_calibration(tmp_path / "saved.json")
+    stats = tmp_path / "calibrated.json"
+    run = profstore("tensorcast", "text-generate", "--db", perfdb_path, "--version", "v0.18",
+                    "--calibrated-fallbacks", str(saved), "--stats-json", str(stats), "--",
+                    str(model_dir), *QWEN)
+    assert run.returncode == 0, run.stderr[-3000:]
+    calibrated = json.loads(stats.read_text())
+    # the Mul ops TensorCast's analytic model priced in the plain run, now at twice that
+    mul = sum(plain["time_by_class"]["Mul"]["fallback_us"].values())
+    assert mul > 0
+    ours, before = calibrated["time_by_source"], plain["time_by_source"]
+    assert ours["calibrated_us"] == pytest.approx(2 * mul)
+    assert sum(ours["fallback_us"].values()) == pytest.approx(
+        sum(before["fallback_us"].values()) - mul)
+    assert ours["total_us"] == pytest.approx(before["total_us"] + mul)
+    # profstore's own answers are as before
+    assert (ours["measured_us"], ours["interpolated_us"]) == (
+        before["measured_us"], before["interpolated_us"])
+    assert calibrated["answers"] == plain["answers"]
 
 
 @pytest.mark.sqlite_only
