@@ -110,7 +110,7 @@ def uninstall() -> None:
     """Give ``ModelRunner`` back upstream's own performance-model factory.
 
     Nothing happens when profstore is not installed; a runner module imported later is
-    left as upstream wrote it.
+    left as upstream wrote it. Never raises.
 
     Examples:
         >>> from tensor_cast.core.model_runner import ModelRunner
