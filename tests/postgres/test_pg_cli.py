@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from profstore.cli import inspect_cmd as inspect_verbs
+from profstore.storage import sql_door
 from sqlalchemy.engine import make_url
 
 from tests.support.perfdb import (
@@ -92,7 +92,7 @@ def test_sql_refuses_writes_on_postgresql(capsys, fixture_url, statement):
 def test_the_postgresql_transaction_is_read_only_even_without_the_keyword_check(capsys, fixture_url,
                                                                     monkeypatch, statement,
                                                                     message):
-    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
+    monkeypatch.setattr(sql_door, "check_statement", lambda sql, dialect: None)
     code, out, err = run(capsys, "sql", "--db", fixture_url, statement)
     assert (code, out) == (1, "")
     assert err == f"profstore: error: profstore sql is read-only: {message}\n"
@@ -104,7 +104,7 @@ def test_what_a_read_only_session_still_allows_is_rolled_back(capsys, fixture_ur
                                                              monkeypatch):
     """PostgreSQL lets ``lo_create`` run in a read-only transaction; ``profstore sql``
     never commits, so the large object does not outlive the command."""
-    monkeypatch.setattr(inspect_verbs, "check_statement", lambda sql, dialect: None)
+    monkeypatch.setattr(sql_door, "check_statement", lambda sql, dialect: None)
     objects = "SELECT count(*) AS n FROM pg_largeobject_metadata"
     assert run(capsys, "sql", "--db", fixture_url, "SELECT lo_create(0) AS oid")[0] == 0
     code, out, _ = run(capsys, "sql", "--db", fixture_url, "--json", objects)
