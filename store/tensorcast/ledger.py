@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from profstore.model.result import QueryResult
+from profstore.tensorcast.miss_codes import attempted_kernels
 
 
 class Kind(str, enum.Enum):
@@ -101,11 +102,8 @@ def op_class(op: str, result: QueryResult | None) -> str:
     kernel = details.get("kernel_type")
     if kernel:
         return str(kernel)
-    for attempt in details.get("attempted_kernels") or []:
-        kernel = attempt.get("kernel") if isinstance(attempt, dict) else attempt
-        if kernel:
-            return str(kernel)
-    return op
+    tried = attempted_kernels(details)
+    return tried[0] if tried else op
 
 
 def kind_of(result: QueryResult | None) -> Kind:

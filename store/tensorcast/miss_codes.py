@@ -158,7 +158,8 @@ def check_style(value: object) -> MissCodes:
                      f"got {value!r}")
 
 
-def _kernels(details: Mapping[str, Any]) -> list[str]:
+def attempted_kernels(details: Mapping[str, Any]) -> list[str]:
+    """The kernels a lookup tried, in order (``details["attempted_kernels"]``)."""
     tried = details.get("attempted_kernels") or ()
     return [str(a["kernel"]) for a in tried if isinstance(a, Mapping) and a.get("kernel")]
 
@@ -172,7 +173,7 @@ def upstream_path(details: Mapping[str, Any]) -> str | None:
     if selector == "quantized_matmul":
         return "matmul"
     if selector == "generic":
-        kernels = _kernels(details)
+        kernels = attempted_kernels(details)
         return "matmul" if kernels and kernels[0] in INTERPOLATION_MATMUL_KERNELS else "generic"
     return selector
 
@@ -189,7 +190,7 @@ def _interpolating_code(reason: Reason, details: Mapping[str, Any]) -> str:
         return reason.value
     if path == "matmul":
         return "compute_multidim_interpolation_failed"
-    if path == "elementwise" and len(_kernels(details)) > 1:
+    if path == "elementwise" and len(attempted_kernels(details)) > 1:
         return "elementwise_interpolation_failed"
     if reason in CANDIDATE_STATUS:
         return CANDIDATE_STATUS[reason]
