@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from profstore.tensorcast import calibrated, runner_hook
+from profstore.tensorcast.bound_breakdown import distinct_result_classifiers
 from profstore.tensorcast.calibrated import ClassCalibration
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.ledger import Kind, ModelLedger, PricedOp, config_of
@@ -221,6 +222,7 @@ def counted_model_class() -> type:
             self._ledger = ledger
             self._calibrations = calibrations
             self._comparing = comparing
+            self._classifiers: list[Any] | None = None
 
         def process_op(self, op_invoke_info: Any) -> Any:
             key = op_invoke_info.cache_key
@@ -252,6 +254,14 @@ def counted_model_class() -> type:
                 fallback = None  # priced by its calibration, not by the analytic model
             self._ledger.ops[str(key)] = entry
             return result, entry, fallback
+
+        def get_classifiers(self) -> list[Any]:
+            """Upstream's classifiers, the op-bound one reckoned per distinct result
+            (``bound_breakdown``): this model answers every call of an op with one object."""
+            if self._classifiers is None:
+                self._classifiers = distinct_result_classifiers(
+                    EmpiricalPerformanceModel.get_classifiers(self))
+            return self._classifiers
 
     CachingPerformanceModel.register(CountedEmpiricalModel)  # a virtual subclass: the
     # runtime's isinstance check passes, its constructor is not in the MRO
