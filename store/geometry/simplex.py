@@ -120,9 +120,7 @@ class Triangulation:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else "QhullError"
             return failure(Diagnostic.DEGENERATE, f"Delaunay triangulation failed: {first_line}",
                          _boundary_nd(pts))
-        frozen = pts.copy()
-        frozen.flags.writeable = False
-        return cls(frozen, delaunay, lo, hi)
+        return cls(_frozen(pts), delaunay, lo, hi)
 
     def normalise(self, target: Sequence[float] | np.ndarray) -> np.ndarray:
         return (np.asarray(target, dtype=float) - self.axis_min) / (self.axis_max - self.axis_min)
@@ -185,15 +183,19 @@ def _clip_weights(w: np.ndarray) -> np.ndarray | None:
 class TriangulationCache:
     """Bounded ClockCache of triangulations keyed by any hashable (e.g. an operator/hardware key).
 
-    Only successful builds are cached. If a key comes back with different points (new
-    measurements were ingested) the entry is rebuilt rather than served stale.
+    A build that fails (too few or degenerate points) is kept too, with the points it was
+    tried on: a search asks the same degenerate candidate set at every new target of a
+    regime (its nearest regimes' answers on every miss), and a failed build costs as much
+    as a good one. If a key comes back with different points (new measurements were
+    ingested) the entry is rebuilt rather than served stale.
     """
 
     def __init__(self, maxsize: int = 256) -> None:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
         self.maxsize = maxsize
-        self._entries: ClockCache[Hashable, Triangulation] = ClockCache(maxsize)
+        self._entries: ClockCache[Hashable, tuple[np.ndarray, Triangulation | GeometryResult]] = (
+            ClockCache(maxsize))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -201,12 +203,18 @@ class TriangulationCache:
     def get_or_build(self, key: Hashable, points: np.ndarray) -> Triangulation | GeometryResult:
         pts = _as_points(points)
         cached = self._entries.get(key)
-        if cached is not None and np.array_equal(cached.points, pts):
-            return cached
+        if cached is not None and np.array_equal(cached[0], pts):
+            return cached[1]
         built = Triangulation.build(pts)
-        if isinstance(built, Triangulation):
-            self._entries.put(key, built)
+        kept = built.points if isinstance(built, Triangulation) else _frozen(pts)
+        self._entries.put(key, (kept, built))
         return built
+
+
+def _frozen(points: np.ndarray) -> np.ndarray:
+    copy = points.copy()
+    copy.flags.writeable = False
+    return copy
 
 
 @lru_cache(maxsize=1)

@@ -132,14 +132,27 @@ class Dispatcher:
 
     def _add_nearest(self, attempts: list[Attempt], entry: MappingEntry, profile: Profile,
                      options: LookupOptions, path: OperatorPath) -> None:
-        """The lookup is a miss: its regime misses name their nearest regimes."""
+        """The lookup is a miss: its regime misses name their nearest regimes. ``_miss_from``
+        keeps the ``MAX_NEAREST`` first over every kernel, fewest differing fields first
+        (kernel order on ties; a kernel's own regimes are at one distance), so kernels are
+        answered in that order and only until that many are named: a regime the miss
+        would drop is never interpolated (each costs a lookup)."""
         from profstore.lookup.path_runner import PathRequest
 
-        for attempt in attempts:
+        pending = []
+        for index, attempt in enumerate(attempts):
             ctx = TargetContext(entry, attempt.kernel, profile.mapping.policy(attempt.kernel))
-            self.runner.add_nearest(PathRequest(path, None, ctx, profile.id,
-                                                options.interpolation, options.exclude),
-                                    attempt)
+            req = PathRequest(path, None, ctx, profile.id, options.interpolation,
+                              options.exclude)
+            nearest = self.runner.nearest_of(req, attempt)
+            if nearest:
+                pending.append((len(nearest[0][2]), index, req, attempt, nearest))
+        named = 0
+        for _, _, req, attempt, nearest in sorted(pending, key=lambda p: p[:2]):
+            if named >= MAX_NEAREST:
+                break
+            self.runner.answer_nearest(req, attempt, nearest)
+            named += len(nearest)
 
     def _base(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
               options: LookupOptions) -> tuple[QueryResult | None, list[Attempt]]:

@@ -154,8 +154,14 @@ def nearest_regimes(kernel: str, target: Extraction, regimes: Sequence[tuple[str
     """The nearest regimes (``closest``), each answered at the target's coordinate by
     ``answer`` (the path runner's exact-then-interpolate, without a nearest regime of its
     own); those that answer first."""
+    return answered(kernel, target, closest(target.regime, regimes), answer)
+
+
+def answered(kernel: str, target: Extraction, nearest: Nearest,
+             answer: Callable[[Extraction], Attempt]) -> list[NearestRegime]:
+    """``closest``'s regimes answered at the target's coordinate, those that answer first."""
     found = []
-    for regime, points, differs in closest(target.regime, regimes):
+    for regime, points, differs in nearest:
         attempt = answer(Extraction(regime, target.axes, target.semantic))
         result = attempt.result
         if result is None:

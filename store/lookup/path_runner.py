@@ -28,6 +28,7 @@ from profstore.storage.queries import CandidateQueries
 from profstore.storage.regime_slice import RegimeSlice
 
 if TYPE_CHECKING:
+    from profstore.lookup.nearest_regime import Nearest
     from profstore.lookup.regime_policy import RegimePolicy
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
@@ -251,21 +252,26 @@ class PathRunner:
         stated.result.details["regime_of_target"] = dict(target.regime)
         return stated
 
-    def add_nearest(self, req: PathRequest, attempt: Attempt) -> None:
-        """On an attempt that missed for want of its regime, the nearest measured regimes
-        in ``notes["nearest_regimes"]`` (store/lookup/nearest_regime.py); the dispatcher asks
-        once the whole lookup is a miss, so a hit never pays for them."""
-        from profstore.lookup.nearest_regime import nearest_regimes
+    def nearest_of(self, req: PathRequest, attempt: Attempt) -> Nearest:
+        """The nearest measured regimes of an attempt that missed for want of its regime
+        (``nearest_regime.closest``), not yet answered; none for any other attempt."""
+        from profstore.lookup.nearest_regime import closest
 
-        target = attempt.target
-        if (attempt.reason is not Reason.REGIME_MISMATCH or target is None
+        if (attempt.reason is not Reason.REGIME_MISMATCH or attempt.target is None
                 or not attempt.notes.get("kernel_points")):
-            return
-        kernel = attempt.kernel
-        regimes = self.queries.regime_keys(req.profile_id, kernel, req.path.name)
+            return []
+        regimes = self.queries.regime_keys(req.profile_id, attempt.kernel, req.path.name)
+        return closest(attempt.target.regime, regimes)
+
+    def answer_nearest(self, req: PathRequest, attempt: Attempt, nearest: Nearest) -> None:
+        """``nearest`` (``nearest_of``'s) answered at the attempt's coordinate, in
+        ``notes["nearest_regimes"]`` (store/lookup/nearest_regime.py)."""
+        from profstore.lookup.nearest_regime import answered
+
+        assert attempt.target is not None, "nearest_of finds none for an attempt without one"
         inner = replace(req, regime_policy=None)
-        found = [n.to_json() for n in nearest_regimes(
-            kernel, target, regimes, lambda other: self._answer_in(inner, other))]
+        found = [n.to_json() for n in answered(
+            attempt.kernel, attempt.target, nearest, lambda other: self._answer_in(inner, other))]
         if found:
             attempt.notes["nearest_regimes"] = found
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from profstore.model.dtypes import canonical_torch_dtype
@@ -82,7 +82,9 @@ class TensorSpec:
             object.__setattr__(self, name, value)
 
     def with_format(self, fmt: str) -> TensorSpec:
-        """This tensor in another format (a validated copy: ``dataclasses.replace``).
+        """This tensor in another format; only the format is validated (the rest was
+        when this tensor was made, and format resolution copies thousands of tensors
+        in a search).
 
         Args:
             fmt: the format (upper-cased like the constructor's).
@@ -100,7 +102,7 @@ class TensorSpec:
         """
         if fmt is None:
             raise ValueError("format: must be a non-empty string or null, got None")
-        return replace(self, format=fmt, format_defaulted=False)
+        return self._copy(format_field(fmt))
 
     def unstated(self) -> TensorSpec:
         """This tensor with its format unstated (a policy's ``"infer"`` default).
@@ -115,7 +117,15 @@ class TensorSpec:
             >>> print(TensorSpec((16,), "float16", "ND").unstated().format)
             None
         """
-        return replace(self, format=None, format_defaulted=False)
+        return self._copy(None)
+
+    def _copy(self, fmt: str | None) -> TensorSpec:
+        """This tensor with a format already validated, stated (not defaulted)."""
+        copy = object.__new__(TensorSpec)
+        for name, value in (("shape", self.shape), ("dtype", self.dtype), ("format", fmt),
+                            ("values", self.values), ("format_defaulted", False)):
+            object.__setattr__(copy, name, value)
+        return copy
 
     @property
     def numel(self) -> int:

@@ -40,8 +40,10 @@ class Extraction:
     axes: tuple[float, ...]
     semantic: str | None = None
 
-    @property
+    @functools.cached_property
     def regime_key(self) -> str:
+        """Spelled once per target: a lookup asks it at every step (exact, slice,
+        candidates, triangulation), and a miss for each nearest regime again."""
         return regime_key(self.regime)
 
 

@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 from numbers import Integral, Real
 from typing import Any
 
+from profstore.model.clock_cache import ClockCache
 from profstore.model.dtypes import canonical_torch_dtype
 from profstore.model.leaf import Arg, LeafOp
 from profstore.model.leaf_context import LeafContext
@@ -89,8 +90,31 @@ def _format(tensor: Any, format_of: FormatOf | None) -> str | None:
     raise ValueError(f"format: unsupported value {fmt!r}")
 
 
+_SPECS: ClockCache[tuple[Any, Any, str | None], TensorSpec] = ClockCache(4096)
+"""Converted tensors that carry no values, by (shape, dtype, format) as the host gives
+them: a search meets the same weights and activations in every layer and configuration,
+and the validation of a new ``TensorSpec`` is a fifth of converting an op."""
+
+
 def _spec(tensor: Any, path: str, format_of: FormatOf | None) -> TensorSpec:
     """Errors name the field the way ``LeafOp`` does: ``args[2][0].dtype: ...``."""
+    try:
+        fmt = _format(tensor, format_of)
+    except ValueError as error:
+        raise ValueError(f"{path}.{error}") from None
+    key = (tensor.shape, tensor.dtype, fmt)
+    try:
+        found = _SPECS.get(key)
+    except TypeError:  # a host's unhashable shape (a list): converted every time
+        return _converted(tensor, path, fmt)
+    if found is None:
+        found = _converted(tensor, path, fmt)
+        if found.dtype not in _VALUE_DTYPES:
+            _SPECS.put(key, found)
+    return found
+
+
+def _converted(tensor: Any, path: str, fmt: str | None) -> TensorSpec:
     try:
         shape = tuple(operator.index(dim) for dim in tensor.shape)
     except TypeError as error:
@@ -100,7 +124,7 @@ def _spec(tensor: Any, path: str, format_of: FormatOf | None) -> TensorSpec:
     except ValueError as error:
         raise ValueError(f"{path}.dtype: {error}") from None
     try:
-        return TensorSpec(shape, dtype, _format(tensor, format_of), _values(tensor, shape, dtype))
+        return TensorSpec(shape, dtype, fmt, _values(tensor, shape, dtype))
     except ValueError as error:
         raise ValueError(f"{path}.{error}") from None
 
@@ -241,10 +265,12 @@ def leaf_from_invocation(op_invoke_info: Any, context: LeafContext | None = None
     phase = _phase(kwargs)
     args = getattr(op_invoke_info, "args", None) or ()
     context = context or LeafContext()
-    try:
-        context = replace(context, **_lengths_from_kwargs(kwargs, context))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"kwargs (sequence lengths): {error}") from None
+    lengths = _lengths_from_kwargs(kwargs, context)
+    if lengths:
+        try:
+            context = replace(context, **lengths)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"kwargs (sequence lengths): {error}") from None
     return LeafOp(
         op=str(func),
         args=tuple(_arg(v, f"args[{i}]", format_of) for i, v in enumerate(args)),

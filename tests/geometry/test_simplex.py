@@ -311,11 +311,21 @@ def test_cache_rebuilds_when_points_change(grid2: np.ndarray) -> None:
     assert len(cache) == 1
 
 
-def test_cache_does_not_store_failures() -> None:
+def test_cache_keeps_a_failure_for_its_points_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    collinear = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
     cache = TriangulationCache()
-    r = cache.get_or_build("k", np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))
-    assert isinstance(r, GeometryResult) and r.diagnostic is Diagnostic.DEGENERATE
-    assert len(cache) == 0
+    first = cache.get_or_build("k", collinear)
+    assert isinstance(first, GeometryResult) and first.diagnostic is Diagnostic.DEGENERATE
+    assert first.message == "the 3 measured points are collinear; they span no 2-D region"
+    builds = []
+    real_build = Triangulation.build
+    monkeypatch.setattr(Triangulation, "build",
+                        lambda pts: builds.append(len(pts)) or real_build(pts))
+    assert cache.get_or_build("k", collinear.copy()) is first  # served, not rebuilt
+    assert builds == []
+    grown = cache.get_or_build("k", np.vstack([collinear, [[0.0, 2.0]]]))
+    assert isinstance(grown, Triangulation) and grown.npoints == 4  # new points: rebuilt
+    assert builds == [4] and len(cache) == 1
 
 
 def test_cache_rejects_nonpositive_maxsize() -> None:

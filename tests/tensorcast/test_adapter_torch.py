@@ -71,6 +71,19 @@ def test_meta_integer_tensors_carry_no_values():
     assert [a.values for a in leaf_from_invocation(op).args] == [None, (1, 2, 3, 4)]
 
 
+def test_a_tensor_met_again_is_the_spec_converted_before_unless_it_carries_values():
+    weight = torch.empty(7168, 4096, dtype=torch.bfloat16, device="meta")
+    first = leaf_from_invocation(FakeOp("x.default", (weight,))).arg(0)
+    again = leaf_from_invocation(FakeOp(
+        "y.default", (torch.empty(7168, 4096, dtype=torch.bfloat16, device="meta"),))).arg(0)
+    assert first is again and again == TensorSpec((7168, 4096), "bfloat16")
+    nz = leaf_from_invocation(FakeOp("x.default", (weight,)), format_of=lambda t: "fractal_nz")
+    assert nz.arg(0) == TensorSpec((7168, 4096), "bfloat16", "FRACTAL_NZ")  # format in the key
+    lengths = [leaf_from_invocation(FakeOp("x.default", (torch.tensor(v),))).arg(0).values
+               for v in ([3, 5], [7, 9])]
+    assert lengths == [(3, 5), (7, 9)]  # same shape and dtype, other values: read each time
+
+
 @requires_perfdb
 def test_real_aten_mm_on_meta_tensors_hits_like_a_direct_lookup(perfdb_store):
     factory = TorchFactory()
