@@ -14,6 +14,7 @@ from profstore.lookup.dispatch import LookupOptions, Profile
 from profstore.lookup.regime_policy import RegimePolicy, kernel_paths, vocabulary_of
 from profstore.model.clock_cache import ClockCache
 from profstore.model.mapping import VersionMapping, merge_overlay
+from profstore.model.shapes import Shape
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
     from profstore.storage.catalog import StoredVersion
@@ -21,10 +22,9 @@ if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Stor
     from profstore.storage.queries import CandidateQueries
     from profstore.storage.snapshot import Fingerprint, Generation, SnapshotEngine
 
-ROW_SHAPES_CACHED = 256
-"""CSV files whose rows' input shapes a store keeps, all rows of a file read at once
-(TensorCast reports the matched row's shapes with every answer: one query a row cost more
-than the lookup, and a throughput search builds a data source per configuration)."""
+ROW_SHAPES_CACHED = 8192
+"""CSV rows whose input shapes a store keeps (TensorCast reports the matched row's shapes
+with every answer; a row is one index lookup, migration 0007)."""
 
 
 class VersionReads:
@@ -37,8 +37,8 @@ class VersionReads:
         self._lock = threading.Lock()
         self._mappings: dict[str, Profile | None] = {}
         self._mappings_of: Fingerprint | None = None
-        self._row_shapes: ClockCache[tuple[int, str], dict[int, str]] = ClockCache(
-            ROW_SHAPES_CACHED)
+        self._row_shapes: ClockCache[tuple[int, str, int], tuple[tuple[Shape, ...] | None]] = (
+            ClockCache(ROW_SHAPES_CACHED))
         self._checked: ClockCache[tuple[Any, ...], bool] = ClockCache(64)
 
     def profile_in(self, generation: Generation, version: str) -> Profile | None:
@@ -111,18 +111,17 @@ class VersionReads:
 
     def row_input_shapes(self, profile_id: int, file_name: str,
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:
-        """``Store.row_input_shapes`` of a known version: every row of the file is read
-        on the first ask and kept."""
-        from profstore.storage.provenance import file_input_shapes, input_shapes_of
+        """``Store.row_input_shapes`` of a known version: each row read once and kept."""
+        from profstore.storage.provenance import input_shapes_of, row_input_shapes_cell
 
-        key = (profile_id, file_name)  # a re-ingest gives the version a new id
-        rows = self._row_shapes.get(key)
-        if rows is None:
-            with self.snapshots.connect() as conn:
-                rows = file_input_shapes(conn, profile_id, file_name)
-            self._row_shapes.put(key, rows)
-        text = rows.get(line_no)
-        return None if text is None else input_shapes_of(text)
+        key = (profile_id, file_name, line_no)  # a re-ingest gives the version a new id
+        found = self._row_shapes.get(key)
+        if found is None:
+            with self.snapshots.snapshot():
+                text = row_input_shapes_cell(self.snapshots, profile_id, file_name, line_no)
+            found = (None if text is None else input_shapes_of(text),)
+            self._row_shapes.put(key, found)
+        return found[0]
 
 
 def _comm_profile(conn: Connection, row: StoredVersion, mapping: VersionMapping) -> int | None:

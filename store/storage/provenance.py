@@ -16,21 +16,22 @@ def input_shapes_of(text: str) -> tuple[Shape, ...]:
     return tuple(shape for shape in parse_shape_cell(text) if shape is not None)
 
 
-def file_input_shapes(conn: Connection, profile_id: int, file_name: str) -> dict[int, str]:
-    """Every stored row of one CSV file of a profile: line → its ``input_shapes`` cell.
+_ROW_INPUT_SHAPES = Statement(
+    select(t.sample_table.c.input_shapes)
+    .select_from(t.sample_table.join(t.kernel_file,
+                                     t.kernel_file.c.id == t.sample_table.c.kernel_file_id))
+    .where(t.kernel_file.c.profile_id == bindparam("profile"),
+           t.kernel_file.c.file_name == bindparam("file"),
+           t.sample_table.c.line_no == bindparam("line")))
 
-    The file's kernel type is read first, so the sample index (profile, kernel) narrows the
-    search to that kernel's rows; joined on the file alone, SQLite's planner scans every
-    row of the profile (9.6 ms for one row of v0.18)."""
-    s, f = t.sample.c, t.kernel_file.c
-    found = conn.execute(select(f.id, f.kernel_type).where(
-        f.profile_id == profile_id, f.file_name == file_name)).first()
-    if found is None:
-        return {}
-    rows = conn.execute(select(s.line_no, s.input_shapes).where(
-        s.profile_id == profile_id, s.kernel_type == found.kernel_type,
-        s.kernel_file_id == found.id))
-    return {line: text for line, text in rows}
+
+def row_input_shapes_cell(engine: Any, profile_id: int, file_name: str,
+                          line_no: int) -> str | None:
+    """The ``input_shapes`` cell of one stored row of a profile's CSV file, by its line
+    (an index lookup since migration 0007), or None when no such row is stored.
+    ``engine`` as for ``Statement.rows``."""
+    found = _ROW_INPUT_SHAPES.rows(engine, profile=profile_id, file=file_name, line=line_no)
+    return str(found[0][0]) if found else None
 
 
 _KERNEL_FORMATS = Statement(

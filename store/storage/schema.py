@@ -116,6 +116,7 @@ sample_table = Table(
     Column("latency_us", Float, nullable=False),
     Column("latency_column", Label(64), nullable=False),
     Index("ix_sample_profile_kernel", "profile_id", "kernel_type"),
+    Index("ix_sample_file_line", "kernel_file_id", "line_no"),
 )
 """The ``sample`` table as stored since migration 0005: ``latencies`` and ``extras`` are
 kept packed (``profstore.storage.packed_json``: each known JSON key is one control character)."""

@@ -9,6 +9,7 @@ from time import perf_counter
 from typing import Any
 
 from profstore.model.leaf import LeafOp
+from profstore.tensorcast.collections_inside import watcher
 from profstore.tensorcast.data_source import ProfstoreDataSource
 from profstore.tensorcast.ledger import Kind, PricedOp, kind_of, op_class
 from profstore.tensorcast.run_stats import Fallback, ProcessStats
@@ -34,6 +35,7 @@ class MeteredDataSource:
         self.inner = inner
         self.stats = stats
         self.last_miss: Miss | None = None
+        self.collections = watcher()
 
     @property
     def last_miss_reason(self) -> str | None:
@@ -44,9 +46,16 @@ class MeteredDataSource:
         return self.inner.last_miss_details
 
     def lookup(self, op_invoke_info: Any) -> TensorCastResult | None:
+        collections = self.collections
+        collected = collections.seconds
+        collections.running = True
         start = perf_counter()
-        answer = self.inner.lookup(op_invoke_info)
+        try:
+            answer = self.inner.lookup(op_invoke_info)
+        finally:
+            collections.running = False
         seconds = perf_counter() - start
+        self.stats.lookup_collection_seconds += collections.seconds - collected
         result = self.inner.last_result
         if answer is not None:
             self.stats.answered(answer.source.value if answer.source else "unknown", seconds)

@@ -53,6 +53,9 @@ class ProcessStats:
     setup_seconds: float = 0.0
     lookups: int = 0
     lookup_seconds: float = 0.0
+    lookup_collection_seconds: float = 0.0
+    """The part of ``lookup_seconds`` the interpreter's garbage collections took
+    (``collections_inside``)."""
     calls: int = 0
     sources: Counter[str] = field(default_factory=Counter)
     misses: Counter[str] = field(default_factory=Counter)
@@ -78,8 +81,8 @@ class ProcessStats:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in (
-            "pid", "data_sources", "setup_seconds", "lookups", "lookup_seconds", "calls",
-            "errors")}
+            "pid", "data_sources", "setup_seconds", "lookups", "lookup_seconds",
+            "lookup_collection_seconds", "calls", "errors")}
         data.update(sources=dict(self.sources), misses=dict(self.misses), labels=dict(self.labels),
                     fallbacks=[asdict(f) for f in self.fallbacks.values()],
                     equivalences=dict(self.equivalences),

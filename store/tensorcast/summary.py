@@ -21,10 +21,14 @@ class Timing:
 
     wall_seconds: float
 
-    def share(self, summary: RunSummary) -> float:
-        """Lookup time over the wall time of the processes that looked up."""
+    def share(self, summary: RunSummary, without_collections: bool = False) -> float:
+        """Lookup time over the wall time of the processes that looked up (without the
+        garbage collections that ran inside lookups, if asked)."""
         busy = self.wall_seconds * max(1, _looked_up(summary))
-        return summary.total("lookup_seconds") / busy if busy > 0 else 0.0
+        seconds = summary.total("lookup_seconds")
+        if without_collections:
+            seconds -= summary.total("lookup_collection_seconds")
+        return seconds / busy if busy > 0 else 0.0
 
 
 def _looked_up(summary: RunSummary) -> int:
@@ -45,6 +49,8 @@ def to_json(summary: RunSummary, timing: Timing, best: Ranked | None = None,
         "setup_seconds": summary.total("setup_seconds"),
         "wall_seconds": timing.wall_seconds,
         "lookup_share": timing.share(summary),
+        "lookup_collection_seconds": summary.total("lookup_collection_seconds"),
+        "lookup_share_without_collections": timing.share(summary, without_collections=True),
         "answers": dict(sorted(summary.counter("sources").items())),
         "misses": {reason: {"count": count, "tensorcast_labels": labels.get(reason, {})}
                    for reason, count in summary.counter("misses").most_common()},
@@ -96,7 +102,10 @@ def render(summary: RunSummary, timing: Timing, best: Ranked | None = None,
         f"profstore: {data['lookups']} lookups ({data['calls']} op calls) in "
         f"{data['processes_that_looked_up']} processes, {data['data_sources']} data sources; "
         f"lookups {data['lookup_seconds']:.2f} s ({100 * data['lookup_share']:.1f} % of "
-        f"{data['wall_seconds']:.1f} s wall per process), setup {data['setup_seconds']:.2f} s",
+        f"{data['wall_seconds']:.1f} s wall per process; garbage collections "
+        f"{data['lookup_collection_seconds']:.2f} s of it, "
+        f"{100 * data['lookup_share_without_collections']:.1f} % without), "
+        f"setup {data['setup_seconds']:.2f} s",
         f"  answers: {answers}",
     ]
     if data["misses"]:
