@@ -12,6 +12,7 @@ TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against anal
     python -m bench.bench_tensorcast [--root ../shared/perfdb] [--db perf.db] [--rounds 2]
                                      [--scenarios dense moe decode-step] [--out FILE_STEM]
                                      [--baseline-python ../main/.venv/bin/python]
+                                     [--baseline-db ../main/perf.db]
 
 Each round runs every scenario's commands one after the other (analytic, upstream,
 profstore), so a machine that gets busier mid-run shows in every source alike; a figure is
@@ -46,6 +47,15 @@ TOP = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\
 STEP = re.compile(r"\[(?:analytic|empirical)\] Execution time: ([0-9.]+) s")
 BASELINE = "profstore-baseline"
 """``profstore tensorcast`` run by ``--baseline-python`` (another checkout's interpreter)."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Another checkout's interpreter, and the database it reads (None: ``--db``): a
+    checkout at another schema revision refuses this one's database."""
+
+    python: str
+    db: str | None = None
 UPSTREAM = {"throughput-optimizer": "cli.inference.throughput_optimizer",
             "text-generate": "cli.inference.text_generate"}
 
@@ -79,10 +89,12 @@ def _environment() -> dict[str, str]:
 
 
 def _command(scenario: Scenario, source: str, model: Path, db: str, root: Path,
-             stats: Path, baseline: str | None) -> list[str]:
+             stats: Path, baseline: Baseline | None) -> list[str]:
     args = [str(model), *scenario.args]
     if source.startswith("profstore"):
-        python = baseline if source == BASELINE and baseline else sys.executable
+        python = sys.executable
+        if source == BASELINE and baseline is not None:
+            python, db = baseline.python, baseline.db or db
         return [python, "-m", "profstore", "tensorcast", scenario.command, "--db", db,
                 "--version", "v0.18", "--stats-json", str(stats), "--", *args]
     upstream = [sys.executable, "-m", UPSTREAM[scenario.command], *args,
@@ -122,12 +134,16 @@ def _lookups(data: dict[str, object]) -> dict[str, float]:
     return {"lookups": count, "lookup_seconds": seconds,
             "per_lookup_ms": 1000 * seconds / max(1.0, count),
             "share": float(data["lookup_share"]),  # type: ignore[arg-type]
+            # a baseline from before the collections were counted apart: 0 and the share
+            "collection_seconds": float(data.get("lookup_collection_seconds", 0.0)),  # type: ignore[arg-type]
+            "share_without_collections": float(data.get(  # type: ignore[arg-type]
+                "lookup_share_without_collections", data["lookup_share"])),
             "setup_seconds": float(data["setup_seconds"]),  # type: ignore[arg-type]
             "processes": float(data["processes_that_looked_up"])}  # type: ignore[arg-type]
 
 
 def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
-        baseline: str | None = None) -> dict[str, object]:
+        baseline: Baseline | None = None) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-tensorcast-"))
     try:
         models = {name: _model_dir(name, work) for name in {s.model for s in scenarios}}
@@ -166,9 +182,11 @@ def _ingest(folder: Path, root: Path = SHARED / "perfdb") -> str:
 
 
 def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]],
-            baseline: str | None) -> dict[str, object]:
+            baseline: Baseline | None) -> dict[str, object]:
     return {
-        "commit": _commit(), "cpus": os.cpu_count(), "baseline_python": baseline,
+        "commit": _commit(), "cpus": os.cpu_count(),
+        "baseline_python": baseline.python if baseline else None,
+        "baseline_db": baseline.db if baseline else None,
         "scenarios": {s.name: {
             "model": s.model, "command": s.command, "args": list(s.args),
             "runs": {source: [{**asdict(r), "outside_s": r.outside_s} for r in found]
@@ -194,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-python", metavar="PY",
                         help="also run profstore tensorcast with this interpreter (another "
                              "checkout's venv) as the source profstore-baseline, in each round")
+    parser.add_argument("--baseline-db", metavar="DB",
+                        help="the database the baseline reads (default: --db; a checkout at "
+                             "an older schema revision needs its own)")
     parser.add_argument("--out", type=Path,
                         help="the result files' path without suffix (default: "
                              "bench/results/tensorcast-<commit>)")
@@ -201,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error("--rounds: at least 1")
     chosen = [s for s in SCENARIOS if s.name in args.scenarios]
-    report = run(args.root, args.db, chosen, args.rounds, args.baseline_python)
+    if args.baseline_db and not args.baseline_python:
+        parser.error("--baseline-db: only with --baseline-python")
+    baseline = Baseline(args.baseline_python, args.baseline_db) if args.baseline_python else None
+    report = run(args.root, args.db, chosen, args.rounds, baseline)
     stem = args.out or REPO / "bench" / "results" / f"tensorcast-{report['commit']}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(report)

@@ -92,13 +92,20 @@ def _scenario(name: str, data: dict[str, Any]) -> list[str]:
     lines.append("")
     lines.append("profstore: " + ", ".join(f"{key.replace('_', ' ')} {_number(value, 3)}"
                                           for key, value in ratios.items()))
-    lookups = sources.get("profstore", {}).get("lookups")
-    if lookups:
-        lines.append(f"lookups: {lookups['lookups']:.0f} in {lookups['processes']:.0f} "
-                     f"processes, {lookups['lookup_seconds']:.2f} s, "
-                     f"{lookups['per_lookup_ms']:.3f} ms each, share "
-                     f"{100 * lookups['share']:.2f} % (medians over rounds)")
+    for source in ("profstore", "profstore-baseline"):
+        lookups = sources.get(source, {}).get("lookups")
+        if lookups:
+            lines.append(_lookup_line(source, lookups))
     return [*lines, ""]
+
+
+def _lookup_line(source: str, lookups: dict[str, float]) -> str:
+    collected = lookups.get("collection_seconds", 0.0)
+    without = lookups.get("share_without_collections", lookups["share"])
+    return (f"{source} lookups: {lookups['lookups']:.0f} in {lookups['processes']:.0f} "
+            f"processes, {lookups['lookup_seconds']:.2f} s, {lookups['per_lookup_ms']:.3f} ms "
+            f"each, share {100 * lookups['share']:.2f} % (garbage collections {collected:.2f} s "
+            f"of it, {100 * without:.2f} % without; medians over rounds)")
 
 
 def markdown(report: dict[str, Any]) -> str:

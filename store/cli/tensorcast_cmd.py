@@ -114,14 +114,16 @@ def _draws(args: argparse.Namespace) -> DrawRequest | None:
 
 
 def _version(url: str, given: str | None) -> str:
-    from profstore.api import Store
+    """The version to answer from, asked of the run's own store (opened once in this
+    process; the run closes it)."""
+    from profstore.tensorcast.stores import shared_store
 
-    with Store.open(url) as store:
-        known = store.versions()
-        if given is not None:
-            if store.profile(given) is None:
-                raise CliError(f"unknown version {given!r} (ingested: {', '.join(known)})")
-            return given
+    store = shared_store(url)
+    known = store.versions()
+    if given is not None:
+        if store.profile(given) is None:
+            raise CliError(f"unknown version {given!r} (ingested: {', '.join(known)})")
+        return given
     vllm = [v for v in known if not v.startswith("hccl")]
     if len(vllm) != 1:
         raise CliError(f"--version: the database holds {', '.join(known) or 'none'}; name one")
