@@ -20,7 +20,7 @@ from profstore.storage.engines import alembic_config, current_revision, make_eng
 from sqlalchemy import Engine, create_engine, func, select, text
 
 from tests.support import perfdb
-from tests.support.migrations import OPS, RMS, add, leaf, rms, schema_drift, sqlite_url
+from tests.support.migrations import OPS, RMS, add, filled_at, leaf, rms, schema_drift
 
 PROFILING = {"Profiling Average Duration(us)": 9.5, "Profiling Std Duration(us)": 0.25}
 
@@ -45,18 +45,11 @@ READS_0004 = {
 @pytest.fixture()
 def url_0004(tmp_path: Path) -> Iterator[str]:
     """A database at revision 0004 holding one version written by 0004's layout."""
-    url = (perfdb.new_empty_database() if perfdb.on_postgresql()
-           else sqlite_url(tmp_path / "old.db"))
-    command.upgrade(alembic_config(url), "0004")
     rows = [rms(n, v, **{"EP Size": "16", "Runtime phase": "decode"}) for n, v in RMS]
-    write_version(tmp_path / "perfdb", {
+    yield filled_at("0004", tmp_path, {
         "RmsNorm": rows,
         "Add": [add(4, 2.5), add(4, 3.5), add(8, 3.0), add(16, None, **PROFILING)],
-    }, mapping_doc(OPS))
-    engine = make_engine(url)
-    ingest_path(engine, tmp_path / "perfdb")
-    engine.dispose()
-    yield url
+    })
 
 
 def read_raw(url: str) -> dict[str, list[tuple]]:

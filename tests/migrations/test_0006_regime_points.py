@@ -19,8 +19,7 @@ from profstore.storage.engines import alembic_config, current_revision, make_eng
 from profstore.storage.regime_pack import READ_COLUMNS, decode
 from sqlalchemy import create_engine, func, inspect, select
 
-from tests.support import perfdb
-from tests.support.migrations import OPS, RMS, add, leaf, rms, schema_drift, sqlite_url
+from tests.support.migrations import OPS, RMS, add, filled_at, leaf, rms, schema_drift
 
 V15 = "vllm0.15.0_torch2.9.0_cann8.5"
 
@@ -28,15 +27,11 @@ V15 = "vllm0.15.0_torch2.9.0_cann8.5"
 @pytest.fixture()
 def url_0005(tmp_path: Path) -> Iterator[str]:
     """A database at revision 0005 holding one version written by 0005's layout."""
-    url = (perfdb.new_empty_database() if perfdb.on_postgresql()
-           else sqlite_url(tmp_path / "old.db"))
-    command.upgrade(alembic_config(url), "0005")
-    write_version(tmp_path / "perfdb", {
+    url = filled_at("0005", tmp_path, {
         "RmsNorm": [rms(n, v) for n, v in RMS],
         "Add": [add(4, 2.5), add(4, 3.5), add(8, 3.0)],
-    }, mapping_doc(OPS))
-    engine = make_engine(url)
-    ingest_path(engine, tmp_path / "perfdb")
+    })
+    engine = create_engine(url)
     assert not inspect(engine).has_table("regime_points")
     engine.dispose()
     yield url

@@ -11,29 +11,19 @@ from pathlib import Path
 import pytest
 from alembic import command
 from profstore.api import Store
-from profstore.ingest.loader import ingest_path
-from profstore.ingest.profiling_folders import mapping_doc, write_version
-from profstore.storage.engines import alembic_config, current_revision, make_engine
+from profstore.storage.engines import alembic_config, current_revision
 from sqlalchemy import create_engine, inspect
 
-from tests.support import perfdb
-from tests.support.migrations import OPS, RMS, add, rms, schema_drift, sqlite_url
+from tests.support.migrations import RMS, add, filled_at, rms, schema_drift
 
 
 @pytest.fixture()
 def url_0006(tmp_path: Path) -> Iterator[str]:
     """A database at revision 0006 holding one version written by 0006's layout."""
-    url = (perfdb.new_empty_database() if perfdb.on_postgresql()
-           else sqlite_url(tmp_path / "old.db"))
-    command.upgrade(alembic_config(url), "0006")
-    write_version(tmp_path / "perfdb", {
+    yield filled_at("0006", tmp_path, {
         "RmsNorm": [rms(n, v) for n, v in RMS],
         "Add": [add(4, 2.5), add(8, 3.0)],
-    }, mapping_doc(OPS))
-    engine = make_engine(url)
-    ingest_path(engine, tmp_path / "perfdb")
-    engine.dispose()
-    yield url
+    })
 
 
 def _sample_indexes(url: str) -> dict[str, list[str]]:

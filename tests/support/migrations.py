@@ -1,20 +1,40 @@
-"""Migration test helpers: the schema drift between a database and the metadata, SQLite URLs."""
+"""Migration test helpers: a database filled at an old revision, the schema drift between a
+database and the metadata, SQLite URLs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from profstore.ingest.profiling_folders import Row
+from profstore.ingest.loader import ingest_path
+from profstore.ingest.profiling_folders import Row, mapping_doc, write_version
 from profstore.model.leaf import LeafOp
 from profstore.storage import schema as t
+from profstore.storage.engines import alembic_config, make_engine
 from sqlalchemy import create_engine
+
+from tests.support import perfdb
 
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
+
+
+def filled_at(revision: str, folder: Path, kernels: dict[str, list[Row]]) -> str:
+    """The URL of a database at ``revision`` (a throwaway PostgreSQL database in the
+    PostgreSQL pass, else a SQLite file in ``folder``) holding one version of ``kernels``
+    under ``OPS``'s mapping, ingested at that revision."""
+    url = (perfdb.new_empty_database() if perfdb.on_postgresql()
+           else sqlite_url(folder / "old.db"))
+    command.upgrade(alembic_config(url), revision)
+    write_version(folder / "perfdb", kernels, mapping_doc(OPS))
+    engine = make_engine(url)
+    ingest_path(engine, folder / "perfdb")
+    engine.dispose()
+    return url
 
 
 def schema_drift(url: str) -> list:
