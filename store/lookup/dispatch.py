@@ -126,17 +126,17 @@ class Dispatcher:
         if base is not None:
             base.details["interpolation_attempts"] = [a.summary() for a in attempts]
             return base
-        self._add_nearest(attempts, entry, profile, options, path)
+        nearest = self._nearest(attempts, entry, profile, options, path)
         note = "" if options.interpolation else "interpolation disabled"
-        return _miss_from(base_attempts, attempts, leaf, note)
+        return _miss_from(base_attempts, attempts, leaf, note, nearest)
 
-    def _add_nearest(self, attempts: list[Attempt], entry: MappingEntry, profile: Profile,
-                     options: LookupOptions, path: OperatorPath) -> None:
-        """The lookup is a miss: its regime misses name their nearest regimes. ``_miss_from``
-        keeps the ``MAX_NEAREST`` first over every kernel, fewest differing fields first
-        (kernel order on ties; a kernel's own regimes are at one distance), so kernels are
-        answered in that order and only until that many are named: a regime the miss
-        would drop is never interpolated (each costs a lookup)."""
+    def _nearest(self, attempts: list[Attempt], entry: MappingEntry, profile: Profile,
+                 options: LookupOptions, path: OperatorPath) -> list[dict[str, Any]]:
+        """The lookup is a miss: the nearest regimes of its regime misses, at most
+        ``MAX_NEAREST``, fewest differing fields first (kernel order on ties; a kernel's own
+        regimes are at one distance, those that answer first). Kernels are answered in that
+        order and only until that many are named: a regime the miss would drop is never
+        interpolated (each costs a lookup)."""
         from profstore.lookup.path_runner import PathRequest
 
         pending = []
@@ -147,12 +147,12 @@ class Dispatcher:
             nearest = self.runner.nearest_of(req, attempt)
             if nearest:
                 pending.append((len(nearest[0][2]), index, req, attempt, nearest))
-        named = 0
+        named: list[dict[str, Any]] = []
         for _, _, req, attempt, nearest in sorted(pending, key=lambda p: p[:2]):
-            if named >= MAX_NEAREST:
+            if len(named) >= MAX_NEAREST:
                 break
-            self.runner.answer_nearest(req, attempt, nearest)
-            named += len(nearest)
+            named += self.runner.answer_nearest(req, attempt, nearest)
+        return named[:MAX_NEAREST]
 
     def _base(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
               options: LookupOptions) -> tuple[QueryResult | None, list[Attempt]]:
@@ -194,11 +194,10 @@ def _finish(result: QueryResult, entry: MappingEntry, kernel: str, owns_exact: b
 
 
 def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: LeafOp,
-               note: str) -> QueryResult:
-    """A miss whose reason is the most specific one among the attempts; the nearest regimes
-    of its regime misses (store/lookup/nearest_regime.py) lifted to ``nearest_regimes``."""
+               note: str, nearest: list[dict[str, Any]] | None = None) -> QueryResult:
+    """A miss whose reason is the most specific one among the attempts, with the nearest
+    regimes of its regime misses (``Dispatcher._nearest``) as ``nearest_regimes``."""
     chosen = _primary_reason(attempts or base_attempts)
-    nearest = [n for a in attempts for n in a.notes.pop("nearest_regimes", [])]
     details: dict[str, Any] = {
         "attempted_kernels": [a.summary() for a in attempts],
         "base_attempts": [a.summary() for a in base_attempts],
@@ -213,8 +212,7 @@ def _miss_from(base_attempts: list[Attempt], attempts: list[Attempt], leaf: Leaf
     if note:
         details["note"] = note
     if nearest:
-        details["nearest_regimes"] = sorted(nearest, key=lambda n: len(n["differs"]))[
-            :MAX_NEAREST]
+        details["nearest_regimes"] = nearest
     return QueryResult.miss(chosen, **details)
 
 

@@ -263,17 +263,16 @@ class PathRunner:
         regimes = self.queries.regime_keys(req.profile_id, attempt.kernel, req.path.name)
         return closest(attempt.target.regime, regimes)
 
-    def answer_nearest(self, req: PathRequest, attempt: Attempt, nearest: Nearest) -> None:
-        """``nearest`` (``nearest_of``'s) answered at the attempt's coordinate, in
-        ``notes["nearest_regimes"]`` (store/lookup/nearest_regime.py)."""
+    def answer_nearest(self, req: PathRequest, attempt: Attempt,
+                       nearest: Nearest) -> list[dict[str, Any]]:
+        """``nearest`` (``nearest_of``'s) answered at the attempt's coordinate, those that
+        answer first, as JSON (store/lookup/nearest_regime.py)."""
         from profstore.lookup.nearest_regime import answered
 
         assert attempt.target is not None, "nearest_of finds none for an attempt without one"
         inner = replace(req, regime_policy=None)
-        found = [n.to_json() for n in answered(
+        return [n.to_json() for n in answered(
             attempt.kernel, attempt.target, nearest, lambda other: self._answer_in(inner, other))]
-        if found:
-            attempt.notes["nearest_regimes"] = found
 
     def _answer_in(self, req: PathRequest, other: Extraction) -> Attempt:
         """``_answer`` in a neighbouring regime, whose points may have other axes than
