@@ -20,12 +20,14 @@ from profstore.model.result import QueryResult, Reason
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
     from profstore.storage.engines import ReadOnly
+    from profstore.storage.generations import Generation
     from profstore.storage.handles import Engine
     from profstore.storage.queries import CandidateQueries
 
 T = TypeVar("T")
 REFRESH_SECONDS = 1.0
-"""How stale a cached answer may be after a re-ingest (one small query per interval)."""
+"""How stale an answer from cached rows may be after a re-ingest (one small query per
+interval)."""
 
 
 class Store:
@@ -42,8 +44,8 @@ class Store:
             default 65536 is up to about 330 MB).
         cache_bytes: a memory cap on the same cache (the smaller bound wins); None: none.
         mapping_overlay: a mapping merged over every version's ``op_mapping.yaml``.
-        refresh_seconds: how stale a cached answer may be after a re-ingest; None: cached
-            answers are never re-validated.
+        refresh_seconds: how stale an answer from cached rows (or a cached answer) may
+            be after a re-ingest; None: those are never re-validated.
 
     Raises:
         ValueError: ``cache_bytes`` is not a non-negative integer.
@@ -64,7 +66,8 @@ class Store:
                  cache_bytes: int | None = None,
                  mapping_overlay: VersionMapping | None = None,
                  refresh_seconds: float | None = REFRESH_SECONDS) -> None:
-        from profstore.storage.snapshot import Generations, SnapshotEngine
+        from profstore.storage.generations import Generations
+        from profstore.storage.snapshot import SnapshotEngine
 
         self.engine = engine
         self.mapping_overlay = mapping_overlay
@@ -120,8 +123,8 @@ class Store:
             mapping_overlay: a mapping merged over every version's ``op_mapping.yaml``.
             cache_size: the number of answers kept.
             cache_bytes: a memory cap on the answer cache; None: none.
-            refresh_seconds: how often cached answers are re-validated against a
-                re-ingest; None: never.
+            refresh_seconds: how often answers from cached rows are re-validated
+                against a re-ingest; None: never.
 
         Returns:
             The opened store; close it (or use it in a ``with`` block).
@@ -240,23 +243,24 @@ class Store:
         return retrying(self.engine, self._snapshots.forget, lambda: call(*args))
 
     def _computed(self, key: ResultKey) -> QueryResult:
-        """The answer for ``key`` in a fresh snapshot: cached unless the snapshot shows a
-        new ``profile_set`` state (then a new generation), computed and cached otherwise."""
+        """The answer for ``key`` on the current ``profile_set`` state
+        (``Generations.within``): cached, else computed and cached."""
+        return self._generations.within(self._snapshots, partial(self._answered, key))
+
+    def _answered(self, key: ResultKey, generation: Generation) -> QueryResult:
         leaf, version, flag_or_options = key
+        cached = generation.parts.results.get(key)
+        if cached is not None:
+            return cached
         options = PLAIN[flag_or_options] if isinstance(flag_or_options, bool) else \
             flag_or_options
-        with self._snapshots.snapshot():
-            generation = self._generations.matching(self._snapshots.fingerprint())
-            cached = generation.parts.results.get(key)
-            if cached is not None:
-                return cached
-            profile = self._versions.checked_profile(generation, version, options)
-            if profile is None:
-                result = QueryResult.miss(Reason.UNKNOWN_VERSION,
-                                          message=f"no ingested version {version!r}")
-            else:
-                result = generation.parts.dispatcher.lookup(leaf, profile, options)
-                result.details.setdefault("version", profile.alias)
+        profile = self._versions.checked_profile(generation, version, options)
+        if profile is None:
+            result = QueryResult.miss(Reason.UNKNOWN_VERSION,
+                                      message=f"no ingested version {version!r}")
+        else:
+            result = generation.parts.dispatcher.lookup(leaf, profile, options)
+            result.details.setdefault("version", profile.alias)
         generation.parts.results.put(key, result)
         return result
 
@@ -351,9 +355,8 @@ class Store:
         return self._retrying(self._profile_now, version)
 
     def _profile_now(self, version: str) -> Profile | None:
-        with self._snapshots.snapshot():
-            return self._versions.profile_in(
-                self._generations.matching(self._snapshots.fingerprint()), version)
+        return self._generations.within(
+            self._snapshots, lambda generation: self._versions.profile_in(generation, version))
 
     def row_input_shapes(self, version: str, file_name: str,
                          line_no: int) -> tuple[tuple[int, ...], ...] | None:

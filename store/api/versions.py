@@ -18,9 +18,10 @@ from profstore.model.shapes import Shape
 
 if TYPE_CHECKING:  # the engine side (SQLAlchemy, numpy) is imported when a Store opens
     from profstore.storage.catalog import StoredVersion
+    from profstore.storage.generations import Generation
     from profstore.storage.handles import Connection, Engine
     from profstore.storage.queries import CandidateQueries
-    from profstore.storage.snapshot import Fingerprint, Generation, SnapshotEngine
+    from profstore.storage.snapshot import Fingerprint, SnapshotEngine
 
 ROW_SHAPES_CACHED = 8192
 """CSV rows whose input shapes a store keeps (TensorCast reports the matched row's shapes

@@ -107,6 +107,10 @@ objects counted toward the cyclic collector's thresholds (a collection of the ol
 generations inside a lookup costs 30–50 ms); the split strings are not tracked."""
 
 
+_NO_POINTS = build_slice(())
+"""The slice of a regime the kernel does not have (read only, as every slice is)."""
+
+
 def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
     """Latency column, latency, sample id: the order a key's rows merge in."""
     return r[2], r[1], r[0]
@@ -256,6 +260,9 @@ class CandidateQueries:
         key = (profile_id, kernel, path, regime_key)
         full = self._slices.get(key)
         if full is None:
+            listed = self._stats.get(("regime_set", profile_id, kernel, path))
+            if listed is not None and regime_key not in listed:
+                return _NO_POINTS
             packed = _REGIME_PACK.rows(self.engine, profile=profile_id, kernel=kernel,
                                        path=path, regime=regime_key)
             full = decode(packed[0]) if packed else build_slice(())
@@ -276,13 +283,17 @@ class CandidateQueries:
     def regime_keys(self, profile_id: int, kernel: str, path: str
                     ) -> tuple[tuple[str, int], ...]:
         """(regime key, points) of every measured regime of a kernel on a path, in key
-        order."""
+        order. Once a kernel's regimes are read (a regime miss names the nearest), a
+        regime not among them has no points without a statement: a search misses a
+        kernel's regimes at every new shape."""
         key = ("regimes", profile_id, kernel, path)
         cached = self._stats.get(key)
         if cached is None:
             cached = tuple(sorted((r[0], int(r[1])) for r in _REGIME_KEYS.rows(
                 self.engine, profile=profile_id, kernel=kernel, path=path)))
             self._stats.put(key, cached)
+            self._stats.put(("regime_set", profile_id, kernel, path),
+                            frozenset(k for k, _ in cached))
         return cached
 
     def refusal_counts(self, profile_id: int, kernel: str, path: str) -> dict[str, int]:

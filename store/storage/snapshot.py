@@ -15,18 +15,21 @@ generation's, the Store starts a new, empty generation, so no answer is computed
 or cached next to, data of another ingest. Cached answers are served without a query;
 at most every ``refresh_seconds`` the Store re-reads the state (one small query) to
 notice a re-ingest even when every answer comes from the cache.
+
+Inside that interval an uncached lookup starts no transaction of its own
+(``SnapshotEngine.deferred``): most lookups of a search are answered from cached regimes
+and need no statement. The first statement such a lookup issues begins the transaction
+and reads the state; a state other than the generation's raises ``StaleSnapshot``, and
+the lookup starts again in a snapshot of its own (``profstore.storage.generations``).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 from profstore.storage import schema as t
@@ -36,6 +39,11 @@ from sqlalchemy.engine import Dialect
 
 Fingerprint = tuple[tuple[int, str, str], ...]
 """Every ``profile_set`` row as (id, alias, content_hash), by id."""
+
+
+class StaleSnapshot(Exception):
+    """A deferred snapshot began on a state other than the one its caller's caches were
+    filled from: the caller answers again in a snapshot of its own."""
 
 
 FINGERPRINT_SQL = str(select(t.profile_set.c.id, t.profile_set.c.alias,
@@ -133,6 +141,8 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 class _Local(threading.local):
     pinned: _Pinned | None = None
     active: bool = False
+    deferred: _Snapshot | None = None
+    """A deferred snapshot not begun yet: the thread's first statement begins it."""
 
 
 LOOKUP_CONNECTIONS = POOL_SIZE + POOL_OVERFLOW - 1
@@ -166,6 +176,8 @@ class SnapshotEngine:
     @contextmanager
     def connect(self) -> Iterator[Connection]:
         local = self._local
+        if local.deferred is not None:
+            local.deferred.begin()
         if local.active and local.pinned is not None:
             yield local.pinned.conn
             return
@@ -175,6 +187,8 @@ class SnapshotEngine:
     def dbapi(self) -> Any:
         """The pinned DBAPI connection inside a snapshot, else None (use ``connect``)."""
         local = self._local
+        if local.deferred is not None:
+            local.deferred.begin()
         return local.pinned.raw if local.active and local.pinned is not None else None
 
     def fingerprint(self) -> Fingerprint:
@@ -187,6 +201,13 @@ class SnapshotEngine:
     def snapshot(self) -> _Snapshot:
         """The thread's read snapshot (nested calls share the outer one)."""
         return _Snapshot(self)
+
+    def deferred(self, expected: Callable[[Fingerprint], bool]) -> _Snapshot:
+        """A read snapshot begun by the thread's first statement inside it, if any; then
+        ``expected(state)`` tells whether the state it reads is the caller's, and
+        ``StaleSnapshot`` is raised if not. Without a statement no transaction is begun:
+        the caller answers from what it has cached."""
+        return _Snapshot(self, expected)
 
     def _drop(self, pinned: _Pinned, broken: bool = True) -> None:
         """Give up a lookup's connection (``broken``: it failed; the pool replaces it)."""
@@ -266,21 +287,41 @@ class _Snapshot:
     """``SnapshotEngine.snapshot()``'s context: a class, not a generator, because every
     lookup that queries enters one (a ``@contextmanager`` costs twice the Python work).
     The outermost entry of a thread begins the read transaction and its exit ends it; a
-    nested entry shares the outer one and leaves it open."""
+    nested entry shares the outer one and leaves it open. A deferred entry
+    (``SnapshotEngine.deferred``) begins it on the thread's first statement instead."""
 
-    __slots__ = ("_engine", "_pinned")
+    __slots__ = ("_engine", "_expected", "_pinned")
 
-    def __init__(self, engine: SnapshotEngine) -> None:
+    def __init__(self, engine: SnapshotEngine,
+                 expected: Callable[[Fingerprint], bool] | None = None) -> None:
         self._engine = engine
+        self._expected = expected
         self._pinned: _Pinned | None = None
         """Set while this entry is the outermost one (its exit ends the transaction)."""
 
-    def __enter__(self) -> Connection:
+    def __enter__(self) -> None:
+        local = self._engine._local
+        if local.deferred is not None:  # nested in a deferred one: begin it and share it
+            local.deferred.begin()
+        if local.active and local.pinned is not None:
+            return
+        if self._expected is not None:
+            local.deferred = self
+            return
+        self._start()
+
+    def begin(self) -> None:
+        """A deferred entry's transaction, begun now; ``StaleSnapshot`` when it reads
+        another state than expected."""
+        self._engine._local.deferred = None
+        pinned = self._start()
+        assert self._expected is not None, "only a deferred entry begins late"
+        if not self._expected(pinned.fingerprint()):
+            raise StaleSnapshot("the database's versions changed")
+
+    def _start(self) -> _Pinned:
         engine = self._engine
         local = engine._local
-        pinned = local.pinned
-        if local.active and pinned is not None:
-            return pinned.conn
         pinned = local.pinned = engine._checkout()
         try:
             pinned.begin()
@@ -289,14 +330,16 @@ class _Snapshot:
             raise
         local.active = True
         self._pinned = pinned
-        return pinned.conn
+        return pinned
 
     def __exit__(self, *exc: object) -> None:
+        engine = self._engine
+        if engine._local.deferred is self:
+            engine._local.deferred = None
         pinned = self._pinned
         if pinned is None:
             return
         self._pinned = None
-        engine = self._engine
         engine._local.active = False
         try:
             pinned.end()
@@ -305,46 +348,3 @@ class _Snapshot:
             return
         engine._local.pinned = None
         engine._checkin(pinned)
-
-
-@dataclass
-class Generation:
-    """Caches filled from one ``profile_set`` state; ``parts`` holds the Store's query
-    objects (dispatcher, candidate queries, answer cache) built for it. Until the
-    ``time.monotonic()`` deadline ``fresh_until`` its cached answers are served without
-    re-reading the state: minus infinity while unbound, infinity when never re-validated,
-    so a warm lookup asks one comparison."""
-
-    fingerprint: Fingerprint | None
-    parts: Any
-    profiles: dict[str, Any] = field(default_factory=dict)
-    fresh_until: float = -math.inf
-
-
-class Generations:
-    """The current generation, replaced when the database's versions change."""
-
-    def __init__(self, build: Callable[[], Any], refresh_seconds: float | None) -> None:
-        self._build = build
-        self.refresh_seconds = refresh_seconds
-        self._lock = threading.Lock()
-        self.current = Generation(None, build())
-
-    def reset(self) -> Generation:
-        """Drop every cache (the next lookup re-reads the versions)."""
-        with self._lock:
-            self.current = Generation(None, self._build())
-            return self.current
-
-    def matching(self, seen: Fingerprint) -> Generation:
-        """The generation for the state ``seen`` in the caller's snapshot: the current one
-        when it matches (or is still unbound), else a new, empty one."""
-        with self._lock:
-            current = self.current
-            if current.fingerprint is None:
-                current.fingerprint = seen
-            elif current.fingerprint != seen:
-                current = self.current = Generation(seen, self._build())
-            current.fresh_until = math.inf if self.refresh_seconds is None else \
-                time.monotonic() + self.refresh_seconds
-            return current

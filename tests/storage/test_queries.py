@@ -8,46 +8,31 @@ or the key set's read.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from profstore.api import Store
-from profstore.ingest.loader import ingest_path
+from profstore.api import store as store_module
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QueryResult, QuerySource, Reason
+from profstore.storage import generations
 from profstore.storage import queries as candidates
-from profstore.storage.engines import make_engine
 
-from tests.support.perfdb import Row, build_database, mapping_doc, write_version
-
-BF16 = "DT_BF16"
-HIDDEN = 7168
-NORM, ABSENT, EMPTY = "tensor_cast.rms_norm.default", "test.absent", "test.empty"
-ENTRIES = {NORM: {"kernel_type": "RmsNorm"}, ABSENT: {"kernel_type": "NoSuchKernel"},
-           EMPTY: {"kernel_type": "EmptyNorm"}}
-CSV_LATENCY = {4: 5.0, 8: 6.0, 16: 9.0}
-"""RmsNorm's rows (tokens → µs); a target between two is interpolated on the line."""
-EMPTY_CSV = "Input Shapes,Input Data Types,Output Shapes,Output Data Types,Duration(us)\n"
-
-
-def rms(tokens: int, latency: float) -> Row:
-    return Row([[tokens, HIDDEN], [HIDDEN]], [BF16, BF16], [[tokens, HIDDEN]], [BF16], latency)
-
-
-def leaf(tokens: int, op: str = NORM) -> LeafOp:
-    return LeafOp.from_json({
-        "op": op,
-        "args": [{"shape": [tokens, HIDDEN], "dtype": "bfloat16"},
-                 {"shape": [HIDDEN], "dtype": "bfloat16"}, 1e-6],
-        "outputs": [{"shape": [tokens, HIDDEN], "dtype": "bfloat16"}]})
-
-
-def write(root: Path, rows: dict[int, float]) -> Path:
-    kernels: dict[str, list[Row] | str] = {"RmsNorm": [rms(t, v) for t, v in rows.items()],
-                                           "EmptyNorm": EMPTY_CSV}
-    write_version(root, kernels, mapping_doc(ENTRIES))
-    return root
+from tests.support.perfdb import build_database
+from tests.support.rms_versions import (
+    ABSENT,
+    BF16,
+    CSV_LATENCY,
+    EMPTY,
+    ENTRIES,
+    HIDDEN,
+    NORM,
+    leaf,
+    reingested,
+    write,
+)
 
 
 class Recorder:
@@ -86,8 +71,9 @@ def after_two(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(candidates, "KEY_SET_AFTER", 2)
 
 
-def open_recorded(url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
-    store = Store.open(url)
+def open_recorded(url: str, monkeypatch: pytest.MonkeyPatch,
+                  **options: Any) -> tuple[Store, list[str]]:
+    store = Store.open(url, **options)
     seen: list[str] = []
     snapshots = store._snapshots
     dbapi = snapshots.dbapi
@@ -171,16 +157,64 @@ def test_miss_reasons_are_unchanged_once_the_set_is_read(url, after_two, monkeyp
 
 
 def test_a_reingest_reads_a_new_set(url, tmp_path, after_two, monkeypatch):
-    """The set read before a re-ingest is not consulted after it: the added row is found."""
-    store, seen = open_recorded(url, monkeypatch)
+    """The set read before a re-ingest is not consulted after it: the added row is found
+    (no refresh interval: every uncached lookup reads the state first)."""
+    store, seen = open_recorded(url, monkeypatch, refresh_seconds=None)
     with store:
         answers = [counted(store, seen, leaf(tokens)) for tokens in (5, 7, 12)]
         assert [n for _, n in answers] == [1, 2, 0]
-        engine = make_engine(url)
-        try:
-            ingest_path(engine, write(tmp_path / "again", {**CSV_LATENCY, 6: 7.5}))
-        finally:
-            engine.dispose()
+        reingested(url, tmp_path / "again")
         added = store.lookup(leaf(6), "v0.18")
     assert (added.latency_us, added.source) == (7.5, QuerySource.MEASURED)
     assert (added.details["method"], added.details["exact_key"]) == ("base_exact", key_of(6))
+
+
+def test_inside_the_refresh_interval_an_answer_from_cached_rows_may_be_stale(
+        url, tmp_path, after_two, monkeypatch):
+    """Within ``refresh_seconds`` of the last look at the state, a lookup answered from the
+    key set and the cached slice runs no statement, so it does not see a re-ingest: the
+    line between 4 (5.0 µs) and 8 tokens (6.0 µs) at 6 gives 5.5. After the interval
+    the lookup reads the state and finds the new row."""
+    clock = [time.monotonic()]
+    monkeypatch.setattr(generations.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(store_module, "monotonic", lambda: clock[0])
+    store, seen = open_recorded(url, monkeypatch, refresh_seconds=1.0)
+    with store:
+        for tokens in (5, 7, 12):
+            store.lookup(leaf(tokens), "v0.18")
+        reingested(url, tmp_path / "again")
+        before = len(seen)
+        clock[0] += 0.5
+        stale = store.lookup(leaf(6), "v0.18")
+        assert seen[before:] == []
+        clock[0] += 1.0
+        fresh = store.lookup(leaf(6), "v0.18")
+    assert (stale.latency_us, stale.source) == (5.5, QuerySource.INTERPOLATED)
+    assert (fresh.latency_us, fresh.source) == (7.5, QuerySource.MEASURED)
+
+
+def other_width(tokens: int, hidden: int) -> LeafOp:
+    """An RmsNorm leaf of another hidden size: a regime the version does not measure."""
+    return LeafOp.from_json({
+        "op": NORM,
+        "args": [{"shape": [tokens, hidden], "dtype": "bfloat16"},
+                 {"shape": [hidden], "dtype": "bfloat16"}, 1e-6],
+        "outputs": [{"shape": [tokens, hidden], "dtype": "bfloat16"}]})
+
+
+def test_once_a_kernels_regimes_are_read_a_new_regime_misses_without_a_statement(
+        url, monkeypatch):
+    """The first regime miss reads its own (absent) regime and the kernel's regimes (to
+    name the nearest); a miss in a second absent regime reads neither. Both name the one
+    measured regime (hidden 7168), which answers at 5 tokens on its line: 5.0 + 1.0 / 4."""
+    store, seen = open_recorded(url, monkeypatch)
+    with store:
+        misses = [counted(store, seen, other_width(5, hidden), "regime_points.axes")
+                  for hidden in (4096, 2048)]
+    assert [n for _, n in misses] == [2, 0]
+    for (miss, _), hidden in zip(misses, (4096, 2048)):
+        assert miss.reason is Reason.REGIME_MISMATCH
+        [nearest] = miss.details["nearest_regimes"]
+        assert nearest["differs"] == {"shape_signature": [f"T,{hidden};{hidden}",
+                                                          f"T,{HIDDEN};{HIDDEN}"]}
+        assert (nearest["latency_us"], nearest["method"]) == (5.25, "linear_1d")
