@@ -67,9 +67,9 @@ class FormatInference:
         target), without building the ND-filled copy. Only where the kernel's CSV exists,
         as for ``_format_blind``: without one (the runner answers ``csv_not_found`` before
         it extracts anything) the flow below runs, and raises what it would raise."""
-        def attempt(leaf: LeafOp) -> Attempt:
+        def attempt(leaf: LeafOp, target: Extraction | Refusal | None = None) -> Attempt:
             return self.runner.run(PathRequest(path, leaf, ctx, profile_id, interpolate,
-                                               exclude, regime_policy))
+                                               exclude, regime_policy), target)
 
         if path.formats_as_layout and unstated_below_rank(prefilled.leaf, 4):
             as_it_is = attempt(prefilled.leaf)
@@ -83,14 +83,15 @@ class FormatInference:
         if self._format_blind(profile_id, ctx.kernel_type):
             return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
         formats = self.formats(profile_id, ctx.kernel_type)
-        relevant = _relevant(path, prefilled.leaf, ctx, pending, formats)
+        trials = _Trials(path, prefilled.leaf, ctx)
+        relevant = _relevant(trials, pending, formats)
         if not relevant:
-            return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
+            return _noted(attempt(*trials.of(nd)), prefilled, {})
         tried = []
         for combo in itertools.islice(itertools.product(formats, repeat=len(relevant)),
                                       MAX_ASSIGNMENTS):
             assignment = {**nd, **dict(zip(relevant, combo))}
-            tried.append((assignment, attempt(with_formats(prefilled.leaf, assignment))))
+            tried.append((assignment, attempt(*trials.of(assignment))))
         return _settle(tried, relevant, prefilled, path.format_anchor_axes)
 
     def _format_blind(self, profile_id: int, kernel: str) -> bool:
@@ -103,21 +104,36 @@ class FormatInference:
         return self.formats(profile_id, kernel) == ("ND",)
 
 
-def _extraction(path: OperatorPath, leaf: LeafOp, ctx: TargetContext) -> Any:
-    found = path.target_regime(leaf, ctx)
-    if isinstance(found, Refusal):
-        return ("refused", found.reason, found.message)
-    assert isinstance(found, Extraction)
-    return (found.regime_key, found.axes, found.semantic)
+class _Trials:
+    """The leaf in each format assignment tried, with its target extraction, each made
+    once: the relevance test extracts the assignments the attempts then look up."""
+
+    def __init__(self, path: OperatorPath, leaf: LeafOp, ctx: TargetContext) -> None:
+        self.path, self.leaf, self.ctx = path, leaf, ctx
+        self._made: dict[tuple[tuple[str, str], ...], tuple[LeafOp, Extraction | Refusal]] = {}
+
+    def of(self, assignment: dict[str, str]) -> tuple[LeafOp, Extraction | Refusal]:
+        key = tuple(sorted(assignment.items()))
+        made = self._made.get(key)
+        if made is None:
+            leaf = with_formats(self.leaf, assignment)
+            made = self._made[key] = (leaf, self.path.target_regime(leaf, self.ctx))
+        return made
+
+    def extraction(self, assignment: dict[str, str]) -> Any:
+        """What the relevance test compares: the target, or the refusal's reason."""
+        found = self.of(assignment)[1]
+        if isinstance(found, Refusal):
+            return ("refused", found.reason, found.message)
+        return (found.regime_key, found.axes, found.semantic)
 
 
-def _relevant(path: OperatorPath, leaf: LeafOp, ctx: TargetContext, pending: Sequence[str],
-              formats: Sequence[str]) -> list[str]:
+def _relevant(trials: _Trials, pending: Sequence[str], formats: Sequence[str]) -> list[str]:
     """Unstated units whose format changes the target extraction."""
     nd = {unit: "ND" for unit in pending}
-    baseline = _extraction(path, with_formats(leaf, nd), ctx)
+    baseline = trials.extraction(nd)
     return [unit for unit in pending
-            if any(_extraction(path, with_formats(leaf, {**nd, unit: fmt}), ctx) != baseline
+            if any(trials.extraction({**nd, unit: fmt}) != baseline
                    for fmt in formats if fmt != "ND")]
 
 

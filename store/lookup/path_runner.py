@@ -86,13 +86,16 @@ class PathRunner:
         self._prepared: ClockCache[tuple[Any, ...], Candidates] = ClockCache(
             prepared_cache_size)
 
-    def run(self, req: PathRequest) -> Attempt:
+    def run(self, req: PathRequest, target: Extraction | Refusal | None = None) -> Attempt:
+        """The request's leaf looked up on its path; ``target``: its extraction, when the
+        caller has made it already (format inference extracts each assignment it tries)."""
         kernel = req.ctx.kernel_type
         if not self.queries.kernel_present(req.profile_id, kernel):
             return _fail(Attempt(kernel), Reason.CSV_NOT_FOUND, f"no {kernel}.csv in this version")
         if req.leaf is None:
             raise ValueError("PathRunner.run needs the request's leaf (answer() takes none)")
-        target = req.path.target_regime(req.leaf, req.ctx)
+        if target is None:
+            target = req.path.target_regime(req.leaf, req.ctx)
         if isinstance(target, Refusal):
             attempt = Attempt(kernel)
             attempt.notes["target_fields"] = dict(target.fields)

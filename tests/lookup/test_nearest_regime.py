@@ -105,3 +105,70 @@ def test_each_call_of_closest_hands_back_its_own_copies():
     first[0][2]["dtype"].append("changed")
     assert closest(TARGET, regimes) == [({**TARGET, "dtype": "DT_BF16"}, 5,
                                          {"dtype": ["DT_FLOAT16", "DT_BF16"]})]
+
+
+def test_a_negative_zero_is_the_same_value_as_zero():
+    """-0.0 == 0.0 (one type, equal) though their JSON texts differ; 0 is an int, not the
+    same value as 0.0 (texts "0" and "0.0")."""
+    regimes = [(key(block=-0.0, scale_mode="per_token"), 4),
+               (key(block=0, dtype="DT_BF16"), 2)]
+    for zero, other in ((0.0, -0.0), (-0.0, 0.0)):
+        target = {**TARGET, "block": zero}
+        assert closest(target, regimes) == [
+            ({**TARGET, "block": -0.0, "scale_mode": "per_token"}, 4,
+             {"scale_mode": ["per_tensor", "per_token"]})]
+        assert closest(target, [(key(block=other), 3), (key(dtype="DT_BF16"), 1)]) == [
+            ({**TARGET, "dtype": "DT_BF16"}, 1,
+             {"block": [zero, None], "dtype": ["DT_FLOAT16", "DT_BF16"]})]
+
+
+def test_a_field_only_the_target_has_differs_unless_it_is_null():
+    """No regime has "extra": the target's 7 differs from their null in every regime; the
+    target's null does not, so key() is the target's own regime."""
+    regimes = [(key(), 3), (key(scale_mode="per_token"), 5)]
+    assert closest({**TARGET, "extra": 7}, regimes) == [
+        (dict(TARGET), 3, {"extra": [7, None]})]
+    assert closest({**TARGET, "extra": None}, regimes) == [
+        ({**TARGET, "scale_mode": "per_token"}, 5,
+         {"scale_mode": ["per_tensor", "per_token"]})]
+
+
+def test_a_field_only_regimes_have_differs_from_the_targets_null():
+    """The target has no "extra": a regime's 1 there is a difference, its null is not. Key
+    order puts '"dtype": "DT_BF16"' before '"dtype": "DT_FLOAT16"'."""
+    regimes = [(key(extra=1), 6),
+               (key(extra=None, dtype="DT_BF16"), 2),
+               (key(dtype="DT_BF16", scale_mode="per_token"), 9)]
+    assert closest(TARGET, regimes) == [
+        ({**TARGET, "extra": None, "dtype": "DT_BF16"}, 2,
+         {"dtype": ["DT_FLOAT16", "DT_BF16"]}),
+        ({**TARGET, "extra": 1}, 6, {"extra": [None, 1]})]
+
+
+def test_inside_a_list_numbers_are_the_same_as_equality_sees_them():
+    """[True, 0.0] == [1, 0] == [1.0, -0.0] (True == 1 == 1.0, 0.0 == -0.0) though their
+    texts differ; a tuple is never of a list's type, so only its text counts:
+    "[true, 0.0]" is neither "[1, 0]" nor "[1.0, -0.0]". Key order: '[1, 0]' < '[1.0, '
+    ("," before ".") < '[2, 0]'."""
+    regimes = [(key(block=[1.0, -0.0], dtype="DT_BF16"), 1),
+               (key(block=[1, 0], scale_mode="per_token"), 2),
+               (key(block=[2, 0]), 3)]
+    assert closest({**TARGET, "block": [True, 0.0]}, regimes) == [
+        ({**TARGET, "block": [1, 0], "scale_mode": "per_token"}, 2,
+         {"scale_mode": ["per_tensor", "per_token"]}),
+        ({**TARGET, "block": [1.0, -0.0], "dtype": "DT_BF16"}, 1,
+         {"dtype": ["DT_FLOAT16", "DT_BF16"]}),
+        ({**TARGET, "block": [2, 0]}, 3, {"block": [[True, 0.0], [2, 0]]})]
+    assert closest({**TARGET, "block": (True, 0.0)}, regimes) == [
+        ({**TARGET, "block": [2, 0]}, 3, {"block": [(True, 0.0), [2, 0]]})]
+
+
+def test_a_tuple_is_the_same_as_a_list_of_the_same_text_only():
+    """A tuple is never of a list's type, so only texts count: (1, 0.0) is "[1, 0.0]",
+    the same as [1, 0.0] and not as [1.0, 0] (though [1, 0.0] == [1.0, 0]). Key order:
+    '[1, 0.0]' < '[1.0, 0]' ("," before ".")."""
+    regimes = [(key(block=[1.0, 0]), 6), (key(block=[1, 0.0], dtype="DT_BF16"), 5)]
+    assert closest({**TARGET, "block": (1, 0.0)}, regimes) == [
+        ({**TARGET, "block": [1, 0.0], "dtype": "DT_BF16"}, 5,
+         {"dtype": ["DT_FLOAT16", "DT_BF16"]}),
+        ({**TARGET, "block": [1.0, 0]}, 6, {"block": [(1, 0.0), [1.0, 0]]})]
