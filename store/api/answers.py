@@ -1,5 +1,5 @@
 """The answer cache of a ``Store``: its keys, its bound, and the query objects that live
-and die with it (one generation: store/storage/snapshot.py)."""
+and die with it (one generation: store/storage/generations.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ the answer cache by memory instead."""
 
 
 class Caches(NamedTuple):
-    """The query objects of one generation (store/storage/snapshot.py)."""
+    """The query objects of one generation (store/storage/generations.py)."""
 
     queries: CandidateQueries
     dispatcher: Dispatcher

@@ -265,7 +265,7 @@ class CandidateQueries:
                 return _NO_POINTS
             packed = _REGIME_PACK.rows(self.engine, profile=profile_id, kernel=kernel,
                                        path=path, regime=regime_key)
-            full = decode(packed[0]) if packed else build_slice(())
+            full = decode(packed[0]) if packed else _NO_POINTS
             self._slices.put(key, full)
         return full
 
