@@ -15,9 +15,11 @@ TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against anal
                                      [--baseline-db ../main/perf.db]
 
 Each round runs every scenario's commands one after the other (analytic, upstream,
-profstore), so a machine that gets busier mid-run shows in every source alike; a figure is
-the median over the rounds, every round is kept. The load average before each command is
-recorded. Results: ``bench/results/tensorcast-<commit>.json`` and ``.md`` (``--out``).
+profstore), so a machine that gets busier mid-run shows in every source alike; the decode
+step, a command of seconds, runs its pair three times a round (``Scenario.repeats``). A
+figure is the median over every run of a source, every run is kept. The load average
+before each command is recorded. Results: ``bench/results/tensorcast-<commit>.json`` and
+``.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class Scenario:
     command: str
     args: tuple[str, ...]
     sources: tuple[str, ...] = ("analytic", "upstream", "profstore")
+    repeats: int = 1
+    """Times a round runs the scenario's sources, alternating: a command of a few seconds
+    spreads by ±5 % run to run, as much as the ratio its target allows."""
 
 
 SCENARIOS = (
@@ -79,7 +84,7 @@ SCENARIOS = (
         "8", "48", "-j", "2")),
     Scenario("decode-step", "qwen3_dense_32b", "text-generate", (
         "--num-queries", "16", "--query-length", "1", "--context-length", "4096", "--decode",
-        *DEVICE, "--tp-size", "8", "--num-devices", "8"), ("analytic", "profstore")),
+        *DEVICE, "--tp-size", "8", "--num-devices", "8"), ("analytic", "profstore"), repeats=3),
 )
 
 
@@ -153,11 +158,13 @@ def run(root: Path, db: str | None, scenarios: list[Scenario], rounds: int,
             s.name: {source: [] for source in (*s.sources, *extra)} for s in scenarios}
         for _ in range(rounds):
             for scenario in scenarios:
-                for source in runs[scenario.name]:
-                    stats = work / "stats.json"
-                    command = _command(scenario, source, models[scenario.model], db, root,
-                                       stats, baseline)
-                    runs[scenario.name][source].append(_run(scenario, source, command, stats))
+                for _ in range(scenario.repeats):
+                    for source in runs[scenario.name]:
+                        stats = work / "stats.json"
+                        command = _command(scenario, source, models[scenario.model], db,
+                                           root, stats, baseline)
+                        runs[scenario.name][source].append(
+                            _run(scenario, source, command, stats))
         return _report(scenarios, runs, baseline)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -189,6 +196,7 @@ def _report(scenarios: list[Scenario], runs: dict[str, dict[str, list[Run]]],
         "baseline_db": baseline.db if baseline else None,
         "scenarios": {s.name: {
             "model": s.model, "command": s.command, "args": list(s.args),
+            "repeats": s.repeats,
             "runs": {source: [{**asdict(r), "outside_s": r.outside_s} for r in found]
                      for source, found in runs[s.name].items()},
             "summary": summary(runs[s.name])} for s in scenarios},

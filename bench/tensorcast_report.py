@@ -1,4 +1,4 @@
-"""The figures ``bench.bench_tensorcast`` reports: medians over rounds, the ratios the
+"""The figures ``bench.bench_tensorcast`` reports: medians over runs, the ratios the
 issue sets targets on, and the result file's Markdown."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _rounds(runs: list[dict[str, Any]], key: str) -> str:
 def _scenario(name: str, data: dict[str, Any]) -> list[str]:
     sources, ratios = data["summary"]["sources"], data["summary"]["profstore"]
     lines = [f"## {name}: `{data['command']} {data['model']} {' '.join(data['args'])}`", "",
-             "| source | wall (s) | completed in (s) | outside the search (s) | each round: "
+             "| source | wall (s) | completed in (s) | outside the search (s) | each run: "
              "wall | completed in | load before | best | tok/s | batch |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for source, med in sources.items():
@@ -105,13 +105,15 @@ def _lookup_line(source: str, lookups: dict[str, float]) -> str:
     return (f"{source} lookups: {lookups['lookups']:.0f} in {lookups['processes']:.0f} "
             f"processes, {lookups['lookup_seconds']:.2f} s, {lookups['per_lookup_ms']:.3f} ms "
             f"each, share {100 * lookups['share']:.2f} % (garbage collections {collected:.2f} s "
-            f"of it, {100 * without:.2f} % without; medians over rounds)")
+            f"of it, {100 * without:.2f} % without; medians over runs)")
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# TensorCast three ways, wall clock and search time, at {report['commit']}", "",
              f"`python -m bench.bench_tensorcast`, {report['cpus']} CPUs. A figure is the "
-             "median over rounds; each round ran every command one after the other. "
+             "median over a source's runs; each round ran every command one after the other "
+             "(a scenario with repeats ran its commands that many times a round, "
+             "alternating). "
              "Outside the search: wall − upstream's \"All experiments completed in\".", ""]
     for name, data in report["scenarios"].items():
         lines.extend(_scenario(name, data))
