@@ -2,14 +2,13 @@
 shared outcome types are ``profstore.geometry.line``).
 
 scipy is imported on the first triangulation, so a process that only answers exact and
-1-D lookups never loads it; BLAS is pinned to one thread for the small solves.
+1-D lookups never loads it. No BLAS thread limit is set around the small solves: the limit
+cost more than the solve it wrapped (docs/adr/0123-no-blas-thread-limit.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from functools import lru_cache
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +27,6 @@ from profstore.model.clock_cache import ClockCache
 
 if TYPE_CHECKING:
     from scipy.spatial import Delaunay
-    from threadpoolctl import ThreadpoolController
 
 
 def _as_points(points: np.ndarray) -> np.ndarray:
@@ -113,9 +111,8 @@ class Triangulation:
 
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         try:
-            with one_blas_thread():
-                delaunay = Delaunay((pts - lo) / (hi - lo))
-                _set_transforms(delaunay)
+            delaunay = Delaunay((pts - lo) / (hi - lo))
+            _set_transforms(delaunay)
         except QhullError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else "QhullError"
             return failure(Diagnostic.DEGENERATE, f"Delaunay triangulation failed: {first_line}",
@@ -152,10 +149,6 @@ class Triangulation:
         grids) it falls back to checking every simplex and keeps the most interior one.
         """
         q = self.normalise(target)
-        with one_blas_thread():
-            return self._locate(q)
-
-    def _locate(self, q: np.ndarray) -> tuple[int, np.ndarray] | None:
         s = int(self.delaunay.find_simplex(q, tol=BARY_TOL))
         if s >= 0:
             w = _clip_weights(self._barycentric_one(s, q))
@@ -215,21 +208,6 @@ def _frozen(points: np.ndarray) -> np.ndarray:
     copy = points.copy()
     copy.flags.writeable = False
     return copy
-
-
-@lru_cache(maxsize=1)
-def _controller() -> ThreadpoolController:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-@contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread for the small solves of a triangulation: on a busy machine
-    OpenBLAS's thread hand-off turns a few milliseconds into tens or hundreds."""
-    with _controller().limit(limits=1, user_api="blas"):
-        yield
 
 
 def _set_transforms(delaunay: Delaunay) -> None:

@@ -16,7 +16,7 @@ from profstore.cli.main import build_parser
 from profstore.cli.reference import verbs
 
 HEAVY = ("numpy", "scipy", "sqlalchemy", "alembic", "matplotlib", "yaml", "tqdm",
-         "threadpoolctl", "psycopg", "datasette", "importlib.metadata")
+         "psycopg", "datasette", "importlib.metadata")
 """Imported when a Store opens, a lookup interpolates, a mapping file is read, a bar is
 drawn or the version is printed; never by an import of the library or by ``--help``."""
 
