@@ -13,7 +13,7 @@ import json
 import os
 import threading
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,8 +175,8 @@ class RunSummary:
             for key, item in process.fallbacks.items():
                 if key in merged:
                     merged[key].calls += item.calls
-                else:
-                    merged[key] = Fallback(**asdict(item))
+                else:  # a copy whose calls the sum may change; leaf and differs shared
+                    merged[key] = replace(item)
         return sorted(merged.values(), key=lambda f: (-f.time_us, f.op))
 
     def models(self) -> list[ModelLedger]:
