@@ -114,9 +114,9 @@ def render(summary: RunSummary, timing: Timing, best: Ranked | None = None,
             for r, m in data["misses"].items()))
     lines += time_lines(data)
     lines += check_lines(data["analytic_check"], top)
-    lines += fallback_rows.lines(fallback_rows.rows(summary.fallbacks()),
-                                 data["fallback_time_us"], top)
-    lines += price_lines(_prices(summary.fallbacks()), "analytic", top)
+    fallbacks = summary.fallbacks()
+    lines += fallback_rows.lines(fallback_rows.rows(fallbacks), data["fallback_time_us"], top)
+    lines += price_lines(_prices(fallbacks), "analytic", top)
     if data["regime_equivalences"]:
         lines.append("  answers through stated regime equivalences: " + ", ".join(
             f"{k} ({n} lookups)" for k, n in data["regime_equivalences"].items()))
