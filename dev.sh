@@ -22,7 +22,7 @@ cd "$(dirname "$0")"
 VENV="${PROFSTORE_VENV:-.venv}"
 PARALLEL=(-n "${PROFSTORE_TEST_WORKERS:-auto}" --dist loadfile)
 PG_TESTS=(tests/corpus tests/paths tests/lookup tests/storage/test_queries.py tests/storage/test_generations.py
-          tests/storage/test_engines.py
+          tests/storage/test_engines.py tests/storage/test_pinned.py
           tests/storage/test_packed_json.py tests/storage/test_catalog.py tests/storage/test_accounting.py
           tests/storage/test_points.py tests/storage/test_comm_samples.py
           tests/storage/test_provenance.py tests/storage/test_views.py tests/storage/test_sql_door.py

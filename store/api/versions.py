@@ -118,7 +118,7 @@ class VersionReads:
         key = (profile_id, file_name, line_no)  # a re-ingest gives the version a new id
         found = self._row_shapes.get(key)
         if found is None:
-            with self.snapshots.snapshot():
+            with self.snapshots.lone():  # one statement: no transaction to begin or end
                 text = row_input_shapes_cell(self.snapshots, profile_id, file_name, line_no)
             found = (None if text is None else input_shapes_of(text),)
             self._row_shapes.put(key, found)

@@ -29,103 +29,20 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
-from profstore.storage import schema as t
 from profstore.storage.engines import POOL_OVERFLOW, POOL_SIZE, POOL_TIMEOUT_SECONDS
-from sqlalchemy import Connection, Engine, select
+from profstore.storage.pinned import Fingerprint, Pinned
+from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import Dialect
 
-Fingerprint = tuple[tuple[int, str, str], ...]
-"""Every ``profile_set`` row as (id, alias, content_hash), by id."""
+__all__ = ["Fingerprint", "SnapshotEngine", "StaleSnapshot"]
 
 
 class StaleSnapshot(Exception):
     """A deferred snapshot began on a state other than the one its caller's caches were
     filled from: the caller answers again in a snapshot of its own."""
-
-
-FINGERPRINT_SQL = str(select(t.profile_set.c.id, t.profile_set.c.alias,
-                             t.profile_set.c.content_hash).order_by(t.profile_set.c.id))
-"""A constant statement without parameters, run on the DBAPI cursor: it is issued once
-per uncached lookup, where SQLAlchemy's per-statement overhead would be most of its cost."""
-
-
-def fingerprint(conn: Connection) -> Fingerprint:
-    return _fingerprint(conn.connection.dbapi_connection)
-
-
-def _fingerprint(raw: Any) -> Fingerprint:
-    cursor = raw.cursor()
-    try:
-        cursor.execute(FINGERPRINT_SQL)
-        return tuple((int(r[0]), str(r[1]), str(r[2])) for r in cursor.fetchall())
-    finally:
-        cursor.close()
-
-
-class _Pinned:
-    """A lookup's connection, inside one read transaction from the snapshot's start to its
-    end. Between lookups it waits in its SnapshotEngine's idle list (a pool checkout, BEGIN
-    through SQLAlchemy and a ROLLBACK per lookup cost more than the lookup's queries), not
-    in a thread: a thread between lookups (asleep, waiting on the simulator) holds none, so
-    many threads share a few connections (store/storage/engines.py ``POOL_SIZE``).
-
-    SQLite: ``BEGIN`` then ``PRAGMA data_version`` start the read transaction (the pragma
-    reads the file header, so it takes the snapshot) and tell whether any other connection
-    committed since this one last looked; when none did, the fingerprint read then is still
-    the snapshot's. PostgreSQL: the connection stays at REPEATABLE READ; its first query
-    takes the snapshot."""
-
-    def __init__(self, engine: Engine) -> None:
-        conn = engine.connect()
-        self.sqlite = conn.dialect.name == "sqlite"
-        if not self.sqlite:
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        self.conn = conn
-        raw = conn.connection.dbapi_connection
-        assert raw is not None, "a checked-out connection has its DBAPI connection"
-        self.raw = raw
-        self._cursor = raw.cursor() if self.sqlite else None
-        """Kept for BEGIN and the pragma: opening a cursor per lookup costs as much as both."""
-        self._version: int | None = None
-        self._fingerprint: Fingerprint | None = None
-        self.pid = os.getpid()
-
-    def begin(self) -> None:
-        if self._cursor is not None:
-            self._cursor.execute("BEGIN")
-            rows = self._cursor.execute("PRAGMA data_version").fetchall()  # read to the end
-            version = int(rows[0][0])
-            if version != self._version:
-                self._version, self._fingerprint = version, None
-
-    def fingerprint(self) -> Fingerprint:
-        if self._fingerprint is None or not self.sqlite:
-            self._fingerprint = _fingerprint(self.raw)
-        return self._fingerprint
-
-    def end(self) -> None:
-        if self.conn.in_transaction():
-            self.conn.rollback()
-        else:
-            self.raw.rollback()
-
-    def close(self, broken: bool = False) -> None:
-        """Back to the engine's pool; ``broken``: the pool opens a new one in its place. In a
-        forked child nothing is sent on the parent's socket."""
-        if self.pid != os.getpid():
-            return
-        with suppress(Exception):  # a connection already broken has nothing to return
-            if self._cursor is not None:
-                self._cursor.close()
-        with suppress(Exception):
-            if broken:
-                self.conn.invalidate()
-        with suppress(Exception):
-            self.conn.close()
-
 
 _EVERY_ENGINE: weakref.WeakSet[SnapshotEngine] = weakref.WeakSet()
 
@@ -139,7 +56,7 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class _Local(threading.local):
-    pinned: _Pinned | None = None
+    pinned: Pinned | None = None
     active: bool = False
     deferred: _Snapshot | None = None
     """A deferred snapshot not begun yet: the thread's first statement begins it."""
@@ -155,13 +72,13 @@ class SnapshotEngine:
     ``snapshot()`` the calling thread gets a lookup connection (from the idle list, or a
     new one from the pool; back to the idle list on exit), elsewhere an ordinary pooled
     connection. It is not an Engine: the query code asks only for ``connect()``
-    (``candidates.Connectable``), ``dbapi()`` and the snapshot calls."""
+    (``candidates.Connectable``), ``cursor()`` and the snapshot calls."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._local = _Local()
-        self._all: weakref.WeakSet[_Pinned] = weakref.WeakSet()
-        self._idle: list[_Pinned] = []
+        self._all: weakref.WeakSet[Pinned] = weakref.WeakSet()
+        self._idle: list[Pinned] = []
         self._lock = threading.Lock()
         self._returned = threading.Condition(self._lock)
         self._opening = 0
@@ -179,17 +96,23 @@ class SnapshotEngine:
         if local.deferred is not None:
             local.deferred.begin()
         if local.active and local.pinned is not None:
+            local.pinned.opened()
             yield local.pinned.conn
             return
         with self.engine.connect() as conn:
             yield conn
 
-    def dbapi(self) -> Any:
-        """The pinned DBAPI connection inside a snapshot, else None (use ``connect``)."""
+    def cursor(self) -> Any:
+        """The pinned connection's cursor inside a snapshot (its transaction sent), else
+        None (use ``connect``)."""
         local = self._local
         if local.deferred is not None:
             local.deferred.begin()
-        return local.pinned.raw if local.active and local.pinned is not None else None
+        pinned = local.pinned
+        if not local.active or pinned is None:
+            return None
+        pinned.opened()
+        return pinned.cursor
 
     def fingerprint(self) -> Fingerprint:
         """The ``profile_set`` state in the calling thread's snapshot."""
@@ -202,6 +125,12 @@ class SnapshotEngine:
         """The thread's read snapshot (nested calls share the outer one)."""
         return _Snapshot(self)
 
+    def lone(self) -> _Snapshot:
+        """A lookup connection for one statement, outside a transaction: a lone statement
+        reads one committed state by itself, so it needs no BEGIN or end (on PostgreSQL
+        one round trip instead of three). Inside a snapshot, that snapshot's."""
+        return _Snapshot(self, transaction=False)
+
     def deferred(self, expected: Callable[[Fingerprint], bool]) -> _Snapshot:
         """A read snapshot begun by the thread's first statement inside it, if any; then
         ``expected(state)`` tells whether the state it reads is the caller's, and
@@ -209,7 +138,7 @@ class SnapshotEngine:
         the caller answers from what it has cached."""
         return _Snapshot(self, expected)
 
-    def _drop(self, pinned: _Pinned, broken: bool = True) -> None:
+    def _drop(self, pinned: Pinned, broken: bool = True) -> None:
         """Give up a lookup's connection (``broken``: it failed; the pool replaces it)."""
         pinned.close(broken)
         self._local.active = False
@@ -240,7 +169,7 @@ class SnapshotEngine:
         self._local.pinned = None
         self._local.active = False
 
-    def _checkout(self) -> _Pinned:
+    def _checkout(self) -> Pinned:
         """An idle lookup connection, a new one while fewer than ``LOOKUP_CONNECTIONS``
         exist, else the next one returned (``POOL_TIMEOUT_SECONDS`` at most)."""
         with self._returned:
@@ -254,7 +183,7 @@ class SnapshotEngine:
                                    f"{POOL_TIMEOUT_SECONDS} s ({LOOKUP_CONNECTIONS} in use)")
             self._opening += 1
         try:
-            pinned = _Pinned(self.engine)
+            pinned = Pinned(self.engine)
         finally:
             with self._returned:
                 self._opening -= 1
@@ -266,7 +195,7 @@ class SnapshotEngine:
     def _room(self) -> bool:
         return len(self._all) + self._opening < LOOKUP_CONNECTIONS
 
-    def _checkin(self, pinned: _Pinned) -> None:
+    def _checkin(self, pinned: Pinned) -> None:
         with self._returned:
             self._idle.append(pinned)
             self._returned.notify()
@@ -290,13 +219,15 @@ class _Snapshot:
     nested entry shares the outer one and leaves it open. A deferred entry
     (``SnapshotEngine.deferred``) begins it on the thread's first statement instead."""
 
-    __slots__ = ("_engine", "_expected", "_pinned")
+    __slots__ = ("_engine", "_expected", "_pinned", "_transaction")
 
     def __init__(self, engine: SnapshotEngine,
-                 expected: Callable[[Fingerprint], bool] | None = None) -> None:
+                 expected: Callable[[Fingerprint], bool] | None = None,
+                 transaction: bool = True) -> None:
         self._engine = engine
         self._expected = expected
-        self._pinned: _Pinned | None = None
+        self._transaction = transaction
+        self._pinned: Pinned | None = None
         """Set while this entry is the outermost one (its exit ends the transaction)."""
 
     def __enter__(self) -> None:
@@ -319,12 +250,13 @@ class _Snapshot:
         if not self._expected(pinned.fingerprint()):
             raise StaleSnapshot("the database's versions changed")
 
-    def _start(self) -> _Pinned:
+    def _start(self) -> Pinned:
         engine = self._engine
         local = engine._local
         pinned = local.pinned = engine._checkout()
         try:
-            pinned.begin()
+            if self._transaction:
+                pinned.begin()
         except Exception:
             engine._drop(pinned)
             raise

@@ -46,23 +46,20 @@ class Statement:
         return compiled
 
     def rows(self, engine: Any, **params: Any) -> Sequence[tuple[Any, ...]]:
-        """All result rows. ``engine`` is a ``SnapshotEngine`` (its pinned DBAPI connection
-        inside a snapshot) or anything with ``connect()``."""
-        dbapi = getattr(engine, "dbapi", None)
-        raw = dbapi() if callable(dbapi) else None
-        if raw is None:
+        """All result rows. ``engine`` is a ``SnapshotEngine`` (its pinned connection's
+        cursor inside a snapshot) or anything with ``connect()``."""
+        pinned = getattr(engine, "cursor", None)
+        cursor = pinned() if callable(pinned) else None
+        if cursor is None:
             with engine.connect() as conn:
                 return [tuple(r) for r in conn.execute(self.stmt, params).all()]
         compiled = self._for(engine.dialect)
         values = {**compiled.defaults, **params} if compiled.defaults else params
         bound: Any = (tuple(values[n] for n in compiled.order) if compiled.order is not None
                       else values)
-        cursor = raw.cursor()
-        try:
-            cursor.execute(compiled.sql, bound)
-            return cursor.fetchall()
-        finally:
-            cursor.close()
+        cursor.execute(compiled.sql, bound)
+        rows: Sequence[tuple[Any, ...]] = cursor.fetchall()
+        return rows
 
 
 _EVERY: list[Statement] = []

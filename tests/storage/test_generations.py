@@ -2,7 +2,7 @@
 statement (store/storage/generations.py, ``SnapshotEngine.deferred``), and one that finds
 the versions changed answers again from the new state.
 
-Transactions are counted where a lookup's connection begins one (``_Pinned.begin``).
+Transactions are counted where a lookup's connection begins one (``Pinned.begin``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from profstore.api import Store
 from profstore.api import store as store_module
 from profstore.model.result import QuerySource
-from profstore.storage import generations, snapshot
+from profstore.storage import generations, pinned
 from profstore.storage import queries as candidates
 from profstore.storage.engines import make_engine
 from profstore.storage.snapshot import SnapshotEngine, StaleSnapshot
@@ -32,13 +32,13 @@ def url(tmp_path: Path) -> str:
 def begun(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per read transaction begun."""
     seen: list[int] = []
-    begin = snapshot._Pinned.begin
+    begin = pinned.Pinned.begin
 
-    def counted(self: snapshot._Pinned) -> None:
+    def counted(self: pinned.Pinned) -> None:
         seen.append(1)
         begin(self)
 
-    monkeypatch.setattr(snapshot._Pinned, "begin", counted)
+    monkeypatch.setattr(pinned.Pinned, "begin", counted)
     return seen
 
 
@@ -120,7 +120,7 @@ def test_a_deferred_snapshot_on_another_state_raises_stale_and_ends_its_transact
     snapshots = SnapshotEngine(engine)
     try:
         with pytest.raises(StaleSnapshot), snapshots.deferred(lambda seen: False):
-            snapshots.dbapi()
+            snapshots.cursor()
         assert not snapshots._local.active and snapshots._local.pinned is None
         assert snapshots._local.deferred is None
     finally:

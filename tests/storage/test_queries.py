@@ -36,19 +36,8 @@ from tests.support.rms_versions import (
 
 
 class Recorder:
-    """Stands in for the pinned DBAPI connection and keeps the SQL of every execute."""
+    """Stands in for the pinned connection's cursor and keeps the SQL of every execute."""
 
-    def __init__(self, raw: Any, seen: list[str]) -> None:
-        self._raw, self._seen = raw, seen
-
-    def cursor(self) -> object:
-        return _Cursor(self._raw.cursor(), self._seen)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._raw, name)
-
-
-class _Cursor:
     def __init__(self, cursor: Any, seen: list[str]) -> None:
         self._cursor, self._seen = cursor, seen
 
@@ -76,9 +65,13 @@ def open_recorded(url: str, monkeypatch: pytest.MonkeyPatch,
     store = Store.open(url, **options)
     seen: list[str] = []
     snapshots = store._snapshots
-    dbapi = snapshots.dbapi
-    monkeypatch.setattr(snapshots, "dbapi",
-                        lambda: None if dbapi() is None else Recorder(dbapi(), seen))
+    cursor = snapshots.cursor
+
+    def recorded() -> Recorder | None:
+        found = cursor()
+        return None if found is None else Recorder(found, seen)
+
+    monkeypatch.setattr(snapshots, "cursor", recorded)
     return store, seen
 
 
