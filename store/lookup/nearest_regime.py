@@ -149,8 +149,26 @@ def _closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
     return [(dict(regime), points, differs) for _, _, regime, points, differs in ties[:cap]]
 
 
+@dataclass(frozen=True)
+class RegimeAnswer:
+    """What a measured regime answers at a target's coordinate, as a miss names it."""
+
+    latency_us: float | None
+    source: str | None
+    method: str | None
+    miss_reason: str | None = None
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> RegimeAnswer:
+        result = attempt.result
+        if result is None:
+            return cls(None, None, None, attempt.reason.value if attempt.reason else None)
+        return cls(result.latency_us, result.source.value if result.source else None,
+                   result.details.get("method"))
+
+
 def nearest_regimes(kernel: str, target: Extraction, regimes: Sequence[tuple[str, int]],
-                    answer: Callable[[Extraction], Attempt]) -> list[NearestRegime]:
+                    answer: Callable[[Extraction], RegimeAnswer]) -> list[NearestRegime]:
     """The nearest regimes (``closest``), each answered at the target's coordinate by
     ``answer`` (the path runner's exact-then-interpolate, without a nearest regime of its
     own); those that answer first."""
@@ -158,19 +176,13 @@ def nearest_regimes(kernel: str, target: Extraction, regimes: Sequence[tuple[str
 
 
 def answered(kernel: str, target: Extraction, nearest: Nearest,
-             answer: Callable[[Extraction], Attempt]) -> list[NearestRegime]:
+             answer: Callable[[Extraction], RegimeAnswer]) -> list[NearestRegime]:
     """``closest``'s regimes answered at the target's coordinate, those that answer first."""
     found = []
     for regime, points, differs in nearest:
-        attempt = answer(Extraction(regime, target.axes, target.semantic))
-        result = attempt.result
-        if result is None:
-            found.append(NearestRegime(kernel, regime, points, differs, None, None, None,
-                                       attempt.reason.value if attempt.reason else None))
-            continue
-        found.append(NearestRegime(
-            kernel, regime, points, differs, result.latency_us,
-            result.source.value if result.source else None, result.details.get("method")))
+        got = answer(Extraction(regime, target.axes, target.semantic))
+        found.append(NearestRegime(kernel, regime, points, differs, got.latency_us, got.source,
+                                   got.method, got.miss_reason))
     return sorted(found, key=lambda n: n.latency_us is None)
 
 

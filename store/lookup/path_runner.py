@@ -28,7 +28,7 @@ from profstore.storage.queries import CandidateQueries
 from profstore.storage.regime_slice import RegimeSlice
 
 if TYPE_CHECKING:
-    from profstore.lookup.nearest_regime import Nearest
+    from profstore.lookup.nearest_regime import Nearest, RegimeAnswer
     from profstore.lookup.regime_policy import RegimePolicy
 
 CONFIDENCE_BY_DIM = {1: 0.9, 2: 0.8, 3: 0.7}
@@ -85,6 +85,7 @@ class PathRunner:
         self.triangulations = triangulations
         self._prepared: ClockCache[tuple[Any, ...], Candidates] = ClockCache(
             prepared_cache_size)
+        self._regime_answers: ClockCache[tuple[Any, ...], RegimeAnswer] = ClockCache(4096)
 
     def run(self, req: PathRequest, target: Extraction | Refusal | None = None) -> Attempt:
         """The request's leaf looked up on its path; ``target``: its extraction, when the
@@ -274,8 +275,22 @@ class PathRunner:
 
         assert attempt.target is not None, "nearest_of finds none for an attempt without one"
         inner = replace(req, regime_policy=None)
-        return [n.to_json() for n in answered(
-            attempt.kernel, attempt.target, nearest, lambda other: self._answer_in(inner, other))]
+        return [n.to_json() for n in answered(attempt.kernel, attempt.target, nearest,
+                                              lambda other: self._regime_answer(inner, other))]
+
+    def _regime_answer(self, req: PathRequest, other: Extraction) -> RegimeAnswer:
+        """``_answer_in`` as a miss names it, kept per regime, coordinate and options: in a
+        search, misses in several regimes name one nearest regime at each new shape (on
+        the dense reference search two answers in three were asked before)."""
+        from profstore.lookup.nearest_regime import RegimeAnswer
+
+        key = (req.profile_id, req.ctx.kernel_type, req.path.name, other.regime_key,
+               tuple(other.axes), other.semantic, req.exclude, req.interpolate, req.ctx.policy)
+        found = self._regime_answers.get(key)
+        if found is None:
+            found = RegimeAnswer.of(self._answer_in(req, other))
+            self._regime_answers.put(key, found)
+        return found
 
     def _answer_in(self, req: PathRequest, other: Extraction) -> Attempt:
         """``_answer`` in a neighbouring regime, whose points may have other axes than

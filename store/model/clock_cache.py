@@ -5,7 +5,8 @@ sharing a Store.
 A Store holds its ClockCaches as attributes. Built anew for each state of the database
 (and by ``Store.clear_cache``): answers (``api.py``, sized by ``cache_size``), regime
 slices, kernel presence, regime statistics, miss counts and key sets
-(``storage/queries.py``), prepared candidates (``lookup/path_runner.py``), triangulations
+(``storage/queries.py``), prepared candidates and the nearest regimes' answers
+(``lookup/path_runner.py``), triangulations
 (``geometry/simplex.py``), measured formats (``lookup/format_inference.py``),
 communication points (``lookup/communication.py``). Kept for the Store's life, keyed by
 the version's id (a re-ingest gives it a new one): a file's row input shapes and the

@@ -9,6 +9,7 @@ import pytest
 from profstore.lookup.attempt import Attempt
 from profstore.lookup.nearest_regime import (
     MAX_NEAREST,
+    RegimeAnswer,
     closest,
     differences,
     nearest_regimes,
@@ -57,11 +58,12 @@ def test_closest_answers_at_most_max_nearest_and_skips_empty_regimes():
 def test_the_regimes_that_answer_come_first_with_their_answer():
     regimes = [(key(dtype="DT_BF16"), 5), (key(scale_mode="per_token"), 476)]
 
-    def answer(other: Extraction) -> Attempt:
+    def answer(other: Extraction) -> RegimeAnswer:
         assert other.axes == (12.0, 2048.0)
         if other.regime["dtype"] == "DT_BF16":
-            return Attempt("K", reason=Reason.DEGENERATE_CANDIDATES)
-        return Attempt("K", result=QueryResult.measured(5.617396, method="exact_coordinate"))
+            return RegimeAnswer.of(Attempt("K", reason=Reason.DEGENERATE_CANDIDATES))
+        return RegimeAnswer.of(
+            Attempt("K", result=QueryResult.measured(5.617396, method="exact_coordinate")))
 
     found = nearest_regimes("K", Extraction(TARGET, (12.0, 2048.0)), regimes, answer)
     assert [(n.differs, n.latency_us, n.source, n.method, n.miss_reason) for n in found] == [
