@@ -16,8 +16,8 @@ from profstore.storage.snapshot import SnapshotEngine
 from profstore.storage.statements import Statement
 from sqlalchemy import bindparam, select
 
-from tests.storage.test_queries import Recorder
 from tests.support.perfdb import build_database, on_postgresql
+from tests.support.recorded_sql import Recorder
 from tests.support.rms_versions import CSV_LATENCY, write
 
 _ALIAS = Statement(select(t.profile_set.c.id).where(t.profile_set.c.alias == bindparam("alias")))

@@ -21,6 +21,7 @@ from profstore.storage import generations
 from profstore.storage import queries as candidates
 
 from tests.support.perfdb import build_database
+from tests.support.recorded_sql import Recorder
 from tests.support.rms_versions import (
     ABSENT,
     BF16,
@@ -33,20 +34,6 @@ from tests.support.rms_versions import (
     reingested,
     write,
 )
-
-
-class Recorder:
-    """Stands in for the pinned connection's cursor and keeps the SQL of every execute."""
-
-    def __init__(self, cursor: Any, seen: list[str]) -> None:
-        self._cursor, self._seen = cursor, seen
-
-    def execute(self, sql: str, *args: object) -> object:
-        self._seen.append(sql)
-        return self._cursor.execute(sql, *args)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._cursor, name)
 
 
 @pytest.fixture()
