@@ -203,22 +203,18 @@ def _mul_fp32(tokens: int) -> dict[str, Any]:
 
 
 def nearest_regime_cache(db: str, sweep: int = 200, rounds: int = 6) -> Saving:
-    """``closest``'s cache and per-key texts (lookup/nearest_regime.py) on the lookups they
-    serve: regime misses of one op at successive shapes, as a search asks them, with and
-    without (no cache, each regime's texts made per call), alternating."""
+    """``closest``'s cache and per-kernel regime tables (lookup/nearest_regime.py) on the
+    lookups they serve: regime misses of one op at successive shapes, as a search asks
+    them, with and without (no cache, the table built again at each call), alternating."""
     leaves = [LeafOp.from_json(_mul_fp32(tokens)) for tokens in range(1, 2 + sweep)]
     with Store.open(db) as store:
         assert store.lookup(leaves[0], VERSION).details.get("nearest_regimes")
 
-    def uncached_texts(key: str) -> Any:
-        return nearest_regime._Texts(nearest_regime._parsed(key))
-
     @contextmanager
     def patched(cached: bool) -> Iterator[None]:
-        cache: ClockCache[Any, Any] = ClockCache(4096 if cached else 0)
-        texts = nearest_regime._key_texts if cached else uncached_texts
-        with patch.object(nearest_regime, "_CLOSEST", cache), \
-                patch.object(nearest_regime, "_key_texts", texts):
+        size = 4096 if cached else 0
+        with patch.object(nearest_regime, "_CLOSEST", ClockCache(size)), \
+                patch.object(nearest_regime, "_TABLES", ClockCache(size)):
             yield
     fast, slow = alternating(db, leaves, patched, rounds)
     return Saving("nearest-regime cache, misses", fast, slow, 1.0, slow)

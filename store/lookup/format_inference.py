@@ -21,7 +21,6 @@ from profstore.lookup.format_resolution import (
     Prefilled,
     unstated_below_rank,
     unstated_units,
-    with_formats,
 )
 from profstore.lookup.path_runner import PathRequest, PathRunner
 from profstore.lookup.regime_policy import RegimePolicy
@@ -80,8 +79,8 @@ class FormatInference:
             return _noted(attempt(prefilled.leaf), prefilled, {})
         pending = list(pending_units)
         nd = {unit: "ND" for unit in pending}
-        if self._format_blind(profile_id, ctx.kernel_type):
-            return _noted(attempt(with_formats(prefilled.leaf, nd)), prefilled, {})
+        if self._format_blind(path, profile_id, ctx.kernel_type):
+            return _noted(attempt(prefilled.leaf.with_formats(nd)), prefilled, {})
         formats = self.formats(profile_id, ctx.kernel_type)
         trials = _Trials(path, prefilled.leaf, ctx)
         relevant = _relevant(trials, pending, formats)
@@ -94,14 +93,14 @@ class FormatInference:
             tried.append((assignment, attempt(*trials.of(assignment))))
         return _settle(tried, relevant, prefilled, path.format_anchor_axes)
 
-    def _format_blind(self, profile_id: int, kernel: str) -> bool:
+    def _format_blind(self, path: OperatorPath, profile_id: int, kernel: str) -> bool:
         """Whether no format of an unstated unit can change the target, known without
-        trial extractions: a kernel whose rows are all ND. Asked only where the kernel's
-        CSV exists, so the runner reaches the same target extraction (and any error it
-        raises)."""
+        trial extractions: a path whose target reads no format, or a kernel whose rows are
+        all ND. Asked only where the kernel's CSV exists, so the runner reaches the same
+        target extraction (and any error it raises)."""
         if not self.runner.queries.kernel_present(profile_id, kernel):
             return False
-        return self.formats(profile_id, kernel) == ("ND",)
+        return not path.target_reads_formats or self.formats(profile_id, kernel) == ("ND",)
 
 
 class _Trials:
@@ -116,7 +115,7 @@ class _Trials:
         key = tuple(sorted(assignment.items()))
         made = self._made.get(key)
         if made is None:
-            leaf = with_formats(self.leaf, assignment)
+            leaf = self.leaf.with_formats(assignment)
             made = self._made[key] = (leaf, self.path.target_regime(leaf, self.ctx))
         return made
 

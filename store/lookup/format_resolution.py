@@ -180,17 +180,6 @@ def unstated_below_rank(leaf: LeafOp, rank: int) -> bool:
                                   for _, value in leaf.kwargs for t in walk_tensors(value))
 
 
-def with_formats(leaf: LeafOp, assignment: Mapping[str, str]) -> LeafOp:
-    """``leaf`` with the unstated tensors of each assigned unit in the given format."""
-    if not assignment:
-        return leaf
-    args = tuple(_fill(v, assignment.get(f"args[{i}]")) for i, v in enumerate(leaf.args))
-    kwargs = tuple((n, _fill(v, assignment.get(f"kwargs.{n}"))) for n, v in leaf.kwargs)
-    outputs = tuple(_fill(t, assignment.get(f"outputs[{i}]"))
-                    for i, t in enumerate(leaf.outputs))
-    return leaf.with_tensors(args, kwargs, outputs)
-
-
 @dataclass(frozen=True)
 class Prefilled:
     """A leaf after policy and mapping, with the source of each unit they filled."""
@@ -225,7 +214,7 @@ def prefill(leaf: LeafOp, entry: MappingEntry, policy: FormatPolicy | None) -> P
             assignment[unit], sources[unit] = default, FormatSource.POLICY
         elif unit in expected:
             assignment[unit], sources[unit] = expected[unit], FormatSource.MAPPING
-    return Prefilled(with_formats(leaf, assignment), sources)
+    return Prefilled(leaf.with_formats(assignment), sources)
 
 
 def _settle_defaults(leaf: LeafOp, policy: FormatPolicy | None,
@@ -286,13 +275,3 @@ def _expected_by_unit(leaf: LeafOp, entry: MappingEntry) -> dict[str, str]:
                 found[f"args[{i}]"] = fmt
         position += count
     return found
-
-
-def _fill(value: Any, fmt: str | None) -> Any:
-    if fmt is None:
-        return value
-    if isinstance(value, TensorSpec):
-        return value.with_format(fmt) if value.format is None else value
-    if isinstance(value, tuple):
-        return tuple(_fill(item, fmt) for item in value)
-    return value

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from profstore.model.clock_cache import ClockCache
 from profstore.paths.base import Extraction
 
@@ -56,8 +57,8 @@ def _text(value: Any) -> str:
 
 
 def _same(mine: Any, theirs: Any) -> bool:
-    """Equal as JSON text; values of one type that compare equal are (the common case, and
-    a miss on a kernel of hundreds of regimes compares every field of each)."""
+    """One regime value: of one type and equal, or equal as JSON text (so ``[1, 0]`` and
+    ``[True, 0.0]``, or ``0.0`` and ``-0.0``, are one value; ``1`` and ``1.0`` are not)."""
     if type(mine) is type(theirs) and mine == theirs:
         return True
     return _text(mine) == _text(theirs)
@@ -71,42 +72,93 @@ def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[st
             if not _same(target.get(name), theirs.get(name))}
 
 
-class _Texts(dict[str, str]):
-    """A regime's values as JSON text, each made on first use (``_same``'s second test)."""
-
-    def __init__(self, regime: Mapping[str, Any]) -> None:
-        super().__init__()
-        self.regime = regime
-
-    def __missing__(self, name: str) -> str:
-        text = self[name] = _text(self.regime.get(name))
-        return text
-
-
-def _differences_of_key(target: Mapping[str, Any], mine: _Texts,
-                        key: str) -> dict[str, list[Any]]:
-    """``differences(target, _parsed(key))`` with the JSON texts of both sides made once:
-    the target's per miss (``mine``), a measured regime's per key (``_key_texts``). A miss
-    compares the target with every regime of its kernel, and a search misses the same
-    kernel's regimes again at every new shape."""
-    theirs, texts = _parsed(key), _key_texts(key)
-    found = {}
-    for name in sorted(set(target) | set(theirs)):
-        a, b = target.get(name), theirs.get(name)
-        if (type(a) is not type(b) or a != b) and mine[name] != texts[name]:
-            found[name] = [a, b]
-    return found
-
-
 @functools.lru_cache(maxsize=16384)
 def _parsed(key: str) -> Mapping[str, Any]:
     """A regime key's fields, parsed once per key (read only: copied where it is kept)."""
     return MappingProxyType(json.loads(key))
 
 
-@functools.lru_cache(maxsize=16384)
-def _key_texts(key: str) -> _Texts:
-    return _Texts(_parsed(key))
+_LOOSE = (float, list, dict)
+"""Types whose values can be ``_same`` with different JSON texts (``0.0`` and ``-0.0``,
+``[1, 0]`` and ``[True, 0.0]``): for the others, same means same text."""
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _token(value: Any) -> Any:
+    """Equal exactly when the JSON texts are: a value of a plain type stands for its own
+    text (its type and value fix it), any other is spelled."""
+    kind = type(value)
+    return (kind, value) if kind in _PLAIN else _text(value)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One field's values across a kernel's regimes, each coded by its JSON text."""
+
+    codes: Mapping[Any, int]
+    """By ``_token``."""
+    loose: Mapping[type, tuple[tuple[Any, int], ...]]
+    """The values of the ``_LOOSE`` types with their codes, by type."""
+
+    def same_as(self, value: Any) -> np.ndarray:
+        """Per code, whether its value is ``_same`` as ``value``."""
+        same = np.zeros(len(self.codes), dtype=bool)
+        code = self.codes.get(_token(value))
+        if code is not None:
+            same[code] = True
+        for other, code in self.loose.get(type(value), ()):
+            if other == value:
+                same[code] = True
+        return same
+
+
+@dataclass(frozen=True)
+class _RegimeTable:
+    """A kernel's measured regimes (with points) as one row each and one column per field,
+    so one array comparison counts every regime's differences from a target: a miss
+    compares its target with every regime of its kernel (hundreds, for some), and a search
+    misses a new target of the same kernel at every new shape."""
+
+    keys: tuple[str, ...]
+    points: tuple[int, ...]
+    columns: Mapping[str, _Column]
+    codes: np.ndarray
+    """``codes[row, column]``: the code of that regime's value (null where it has none)."""
+
+    @classmethod
+    def of(cls, regimes: Sequence[tuple[str, int]]) -> _RegimeTable:
+        kept = [(key, points) for key, points in regimes if points > 0]
+        parsed = [_parsed(key) for key, _ in kept]
+        names = sorted({name for regime in parsed for name in regime})
+        columns = {}
+        codes = np.zeros((len(kept), len(names)), dtype=np.int32)
+        for j, name in enumerate(names):
+            tokens: dict[Any, int] = {}
+            loose: dict[type, list[tuple[Any, int]]] = {}
+            for i, regime in enumerate(parsed):
+                value = regime.get(name)
+                token = _token(value)
+                code = tokens.get(token)
+                if code is None:
+                    code = tokens[token] = len(tokens)
+                    if isinstance(value, _LOOSE):
+                        loose.setdefault(type(value), []).append((value, code))
+                codes[i, j] = code
+            columns[name] = _Column(tokens, {t: tuple(v) for t, v in loose.items()})
+        return cls(tuple(k for k, _ in kept), tuple(p for _, p in kept), columns, codes)
+
+    def distances(self, target: Mapping[str, Any]) -> np.ndarray:
+        """How many fields of each regime differ from the target's (``differences``)."""
+        shared = np.zeros(len(self.keys), dtype=np.int32)
+        for j, (name, column) in enumerate(self.columns.items()):
+            shared += column.same_as(target.get(name))[self.codes[:, j]]
+        only_target = sum(1 for name, value in target.items()
+                          if name not in self.columns and value is not None)
+        return len(self.columns) - shared + only_target
+
+
+_TABLES: ClockCache[tuple[tuple[str, int], ...], _RegimeTable] = ClockCache(1024)
 
 
 Nearest = list[tuple[dict[str, Any], int, dict[str, list[Any]]]]
@@ -122,7 +174,8 @@ def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
     fields (ties in key order, at most ``cap``); the target's own regime is not among
     them (a regime with no difference is the target's and has no point to offer). Each
     call hands back its own dicts and lists."""
-    key = (repr(tuple(target.items())), tuple(regimes), cap)
+    regimes = tuple(regimes)
+    key = (repr(tuple(target.items())), regimes, cap)
     found = _CLOSEST.get(key)
     if found is None:
         found = _closest(target, regimes, cap)
@@ -131,22 +184,21 @@ def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
             for regime, points, differs in found]
 
 
-def _closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
+def _closest(target: Mapping[str, Any], regimes: tuple[tuple[str, int], ...],
              cap: int) -> Nearest:
-    scored = []
-    mine = _Texts(target)
-    for key, points in regimes:
-        if points <= 0:
-            continue
-        regime = _parsed(key)
-        differs = _differences_of_key(target, mine, key)
-        if differs:
-            scored.append((len(differs), key, regime, points, differs))
-    if not scored:
+    table = _TABLES.get(regimes)
+    if table is None:
+        table = _RegimeTable.of(regimes)
+        _TABLES.put(regimes, table)
+    if not table.keys:
         return []
-    fewest = min(s[0] for s in scored)
-    ties = sorted((s for s in scored if s[0] == fewest), key=lambda s: s[1])
-    return [(dict(regime), points, differs) for _, _, regime, points, differs in ties[:cap]]
+    distances = table.distances(target)
+    differing = distances[distances > 0]
+    if not differing.size:
+        return []
+    ties = sorted(np.flatnonzero(distances == differing.min()), key=table.keys.__getitem__)
+    return [(dict(_parsed(table.keys[i])), table.points[i],
+             differences(target, _parsed(table.keys[i]))) for i in ties[:cap]]
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,48 @@ class LeafOp:
         """
         return replace(self, args=args, kwargs=kwargs, outputs=outputs)
 
+    def with_formats(self, formats: Mapping[str, str]) -> LeafOp:
+        """This leaf with the unstated tensors of the named arguments in the given formats.
+
+        Only the formats are validated (``TensorSpec.with_format``): every other value is
+        this leaf's own, validated when it was made, and format inference copies a leaf
+        for every assignment of formats it tries (docs/adr/0125-format-copies.md).
+
+        Args:
+            formats: ``{argument: format}``, each argument named by its path (``args[1]``,
+                ``kwargs.scale``, ``outputs[0]``); a tensor whose format is stated, or an
+                argument not named, is kept as it is.
+
+        Returns:
+            The copy (this leaf itself when ``formats`` is empty).
+
+        Raises:
+            ValueError: a format is not a non-empty string.
+
+        Examples:
+            >>> from profstore import LeafOp
+            >>> leaf = LeafOp("aten.mm.default", args=[
+            ...     {"shape": [4, 8], "dtype": "float16", "format": None},
+            ...     {"shape": [8, 16], "dtype": "float16", "format": "ND"}])
+            >>> copy = leaf.with_formats({"args[0]": "fractal_nz", "args[1]": "NC1HWC0"})
+            >>> [t.format for t in copy.args]
+            ['FRACTAL_NZ', 'ND']
+        """
+        if not formats:
+            return self
+        copy = object.__new__(LeafOp)
+        for name, value in (
+                ("op", self.op),
+                ("args", tuple(_filled(v, formats.get(f"args[{i}]"))
+                               for i, v in enumerate(self.args))),
+                ("kwargs", tuple((n, _filled(v, formats.get(f"kwargs.{n}")))
+                                 for n, v in self.kwargs)),
+                ("outputs", tuple(_filled(t, formats.get(f"outputs[{i}]"))
+                                  for i, t in enumerate(self.outputs))),
+                ("context", self.context)):
+            object.__setattr__(copy, name, value)
+        return copy
+
     def kwarg(self, name: str, default: Any = None) -> Any:
         """A keyword argument's value.
 
@@ -349,3 +391,14 @@ class LeafOp:
             elif isinstance(value, tuple):
                 tensors.extend(walk_tensors(value))
         return tuple(tensors)
+
+
+def _filled(value: Any, fmt: str | None) -> Any:
+    """``value`` with its unstated tensors (nested lists too) in format ``fmt``."""
+    if fmt is None:
+        return value
+    if isinstance(value, TensorSpec):
+        return value.with_format(fmt) if value.format is None else value
+    if isinstance(value, tuple):
+        return tuple(_filled(item, fmt) for item in value)
+    return value

@@ -144,6 +144,7 @@ class FusedInferAttentionPath(OperatorPath):
     ceiling = 2
     owns_exact = True
     specialized_base = True
+    target_reads_formats = False
 
     def row_regime(self, row: CsvRow, ctx: RowContext) -> Sequence[Extraction] | Refusal:
         facts = unwrap(row_facts(row))

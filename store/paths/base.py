@@ -158,6 +158,9 @@ class OperatorPath:
     rank-preserving kernel normalisers): then no format changes the target of a leaf
     whose unstated tensors all have rank < 4 (a FRACTAL_NZ layout has four dimensions),
     and the lookup need not read the kernel's measured formats for it."""
+    target_reads_formats: ClassVar[bool] = True
+    """False when ``target_regime`` never reads a tensor's format: then the lookup tries
+    no format for an unstated tensor (none can change the target), it reads ND."""
     phase1_kernels: ClassVar[frozenset[str]] = frozenset()
     """Kernels for which this path, not generic compute, serves a plain mapping (Phase 1
     MatMul M/K/N); empty for Phase 2 paths, which are reached only by their selectors."""

@@ -1,6 +1,7 @@
 """Copies and memos of the frozen leaf types: ``with_format``, ``unstated`` and
-``with_tensors`` go through the validating constructor; the hash and the tensor inputs are
-found once per object and never pickled."""
+``with_tensors`` go through the validating constructor, ``with_formats`` validates the
+formats it sets; the hash and the tensor inputs are found once per object and never
+pickled."""
 
 from __future__ import annotations
 
@@ -55,6 +56,32 @@ def test_with_tensors_refuses_an_invalid_argument_by_its_path() -> None:
         leaf.with_tensors((X, object()), (), ())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^outputs\[0\]: must be a tensor object, got 3$"):
         leaf.with_tensors((X, W), (), (3,))  # type: ignore[arg-type]
+
+
+def test_with_formats_sets_the_unstated_tensors_of_the_named_arguments_only() -> None:
+    """X states ND and keeps it although args[0] is named; W states none and takes the
+    format of its argument, inside a list too; args[3] is not named and stays unstated."""
+    leaf = LeafOp("aten.mm.default", args=[X, W, [W, None], W], kwargs={"scale": W},
+                  outputs=[W], context=LeafContext(tp_size=2))
+    copy = leaf.with_formats({"args[0]": "FRACTAL_NZ", "args[1]": " fractal_nz ",
+                              "args[2]": "NC1HWC0", "kwargs.scale": "ND",
+                              "outputs[0]": "FRACTAL_NZ", "outputs[1]": "ND"})
+    nz, nc = TensorSpec((8, 16), "bfloat16", "FRACTAL_NZ"), TensorSpec((8, 16), "bfloat16",
+                                                                      "NC1HWC0")
+    expected = LeafOp("aten.mm.default", args=[X, nz, [nc, None], W],
+                      kwargs={"scale": TensorSpec((8, 16), "bfloat16", "ND")}, outputs=[nz],
+                      context=LeafContext(tp_size=2))
+    assert copy == expected and hash(copy) == hash(expected)
+    assert copy.tensor_inputs() == (X, nz, nc, W)
+    assert leaf.args == (X, W, (W, None), W)
+    assert leaf.with_formats({}) is leaf
+
+
+def test_with_formats_refuses_what_the_constructor_refuses() -> None:
+    leaf = LeafOp("aten.mm.default", args=[X, W])
+    with pytest.raises(ValueError, match="^format: must be a non-empty string or null, "
+                                         "got '  '$"):
+        leaf.with_formats({"args[1]": "  "})
 
 
 def test_the_memos_leave_the_value_frozen_equal_and_out_of_pickles() -> None:

@@ -15,6 +15,8 @@ import sqlite3
 import pytest
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
+from profstore.paths.attention_fia import FusedInferAttentionPath
+from profstore.paths.base import TargetContext
 
 from tests.support.fia import (
     KERNEL,
@@ -26,6 +28,7 @@ from tests.support.fia import (
     make_db,
     make_store,
     runtime,
+    unstated,
 )
 from tests.support.paths import PERFDB
 from tests.support.perfdb import Row, build_store, mapping_doc, write_version
@@ -101,6 +104,21 @@ def test_heads_and_kv_heads_are_regime_fields(store):
     result = store.lookup(decode(1024, kv=2), "v0.18")
     assert result.reason is Reason.REGIME_MISMATCH
     assert result.details["target_regime"]["kv_heads"] == 2
+
+
+def test_the_target_reads_no_format(store):
+    """``target_reads_formats`` is False, so the lookup tries no format for an unstated
+    tensor: every tensor in FRACTAL_NZ (or NULL) gives the ND target, at seq 1024, batch 1."""
+    entry = store.profile("v0.18").mapping.entry(OP)
+    ctx = TargetContext(entry, KERNEL, store.profile("v0.18").mapping.policy(KERNEL))
+    path = FusedInferAttentionPath()
+    leaf = unstated(decode(1024))
+    units = [f"args[{i}]" for i in range(len(leaf.args))] + ["outputs[0]"]
+    targets = [path.target_regime(leaf.with_formats(dict.fromkeys(units, fmt)), ctx)
+               for fmt in ("ND", "FRACTAL_NZ", "NULL")]
+    assert not FusedInferAttentionPath.target_reads_formats
+    assert targets[0].axes == (1024.0, 1.0)
+    assert targets[1] == targets[0] and targets[2] == targets[0]
 
 
 def test_quantized_attention_does_not_borrow_bf16_rows(store):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from profstore.api import Store
 from profstore.model.leaf import LeafOp
 
@@ -115,3 +117,17 @@ def make_db(tmp_path, rows=None, *, sqrt=True, max_dim=None, unique=False,
 def make_store(tmp_path, rows=None, **options):
     return Store.open(make_db(tmp_path, rows, **options))
 
+
+
+def unstated(leaf: LeafOp) -> LeafOp:
+    """``leaf`` with every tensor's format unstated (None), as TensorCast hands them."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {**value, "format": None}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    data = leaf.to_json()
+    return LeafOp.from_json({**data, "args": strip(data["args"]),
+                             "outputs": strip(data["outputs"])})
