@@ -274,7 +274,7 @@ class PathRunner:
         from profstore.lookup.nearest_regime import answered
 
         assert attempt.target is not None, "nearest_of finds none for an attempt without one"
-        inner = replace(req, regime_policy=None)
+        inner = req if req.regime_policy is None else replace(req, regime_policy=None)
         return [n.to_json() for n in answered(attempt.kernel, attempt.target, nearest,
                                               lambda other: self._regime_answer(inner, other))]
 

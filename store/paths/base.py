@@ -56,11 +56,8 @@ def regime_key(regime: Mapping[str, Any]) -> str:
     ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) are equal yet spelled apart, so
     a regime holding any other value is spelled each time."""
     items = tuple(regime.items())
-    plain = True
-    for k, v in items:
-        if type(k) is not str or (type(v) is not str and type(v) is not int):
-            plain = False
-            break
+    plain = _PLAIN_KEYS.issuperset(map(type, regime)) and \
+        _PLAIN_VALUES.issuperset(map(type, regime.values()))
     if plain:
         found = _KEY_TEXTS.get(items)
         if found is not None:
@@ -72,6 +69,7 @@ def regime_key(regime: Mapping[str, Any]) -> str:
 
 
 _KEY_TEXTS: ClockCache[tuple[Any, ...], str] = ClockCache(4096)
+_PLAIN_KEYS, _PLAIN_VALUES = frozenset({str}), frozenset({str, int})
 """``regime_key``'s remembered texts, by the regime's items in their order."""
 
 

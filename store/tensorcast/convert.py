@@ -207,6 +207,8 @@ def _lengths_from_kwargs(kwargs: Mapping[str, Any], context: LeafContext) -> dic
     """Per-request lengths the invocation states (``seq_lens_values``, ``query_lens_values``)
     for the context fields it does not set yet; the request count follows from them."""
     found: dict[str, Any] = {}
+    if not kwargs.keys() & LENGTH_KWARGS.keys():
+        return found
     for kwarg, name in LENGTH_KWARGS.items():
         value = kwargs.get(kwarg)
         if getattr(context, name) is None and isinstance(value, (list, tuple)) and value:
