@@ -38,6 +38,8 @@ def _arg(value: Any, path: str, depth: int = 0) -> Arg:
         return _tensor(value, path)
     if kind is float:  # infinities stay: masked_fill(-inf) is a real argument
         return value
+    if kind is int:
+        return bounded_int(value, path)
     if value is None or isinstance(value, (TensorSpec, bool)):
         return value
     if isinstance(value, str):

@@ -143,8 +143,17 @@ def _dtype_name(value: Any, path: str) -> str | None:
         return None
 
 
+_AS_THEY_ARE = frozenset({type(None), bool, str, int, float})
+"""Types whose values an argument keeps as they are (checked first: the common case)."""
+
+
 def _arg(value: Any, path: str, format_of: FormatOf | None) -> Arg:
-    if value is None or isinstance(value, (bool, str)):
+    kind = type(value)
+    if kind in _AS_THEY_ARE:
+        return value
+    if kind is list or kind is tuple:
+        return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
+    if isinstance(value, (bool, str)):
         return value
     if isinstance(value, Integral):
         return int(value)
