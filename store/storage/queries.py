@@ -116,12 +116,12 @@ def _key_row_order(r: Sequence[Any]) -> tuple[str, float, int]:
     return r[2], r[1], r[0]
 
 
-KEY_SET_CAP = 4096
+KEY_SET_CAP = 8192
 """The most ``sample_key`` rows a kernel's key set is read from (see ``CandidateQueries``)."""
-KEY_SET_AFTER = 16
+KEY_SET_AFTER = 2
 """Misses on a kernel before its key set is read."""
 KEY_SETS = 32
-"""Kernels whose miss count or key set is kept: at most ≈ 16 MB of keys."""
+"""Kernels whose miss count or key set is kept: at most ≈ 32 MB of keys."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +139,9 @@ class CandidateQueries:
     keys) has its set of exact keys read once, from at most ``KEY_SET_CAP`` rows (both
     constants read when the generation's queries are built): a later target none of whose
     keys is in it misses without a statement. The threshold counts misses, not lookups: a
-    hit runs its statement anyway, and a kernel missed a few times (every kernel of the
-    realistic stream) never pays for the read. The figures measured:
-    bench/results/speed-and-size-8a1d041.md."""
+    hit runs its statement anyway, and a kernel missed once never pays for the read. In a
+    search every new shape of an interpolated op misses its kernels' keys: the second miss
+    reads the set (docs/adr/0126-key-sets-after-two-misses.md)."""
 
     def __init__(self, engine: Engine | Any, slice_cache_size: int = 512) -> None:
         self.engine = engine

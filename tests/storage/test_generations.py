@@ -15,7 +15,6 @@ from profstore.api import Store
 from profstore.api import store as store_module
 from profstore.model.result import QuerySource
 from profstore.storage import generations, pinned
-from profstore.storage import queries as candidates
 from profstore.storage.engines import make_engine
 from profstore.storage.snapshot import SnapshotEngine, StaleSnapshot
 
@@ -58,7 +57,6 @@ def test_inside_the_interval_a_lookup_from_cached_rows_begins_no_transaction(
     slice but asks its exact key (and, at the kernel's second miss, reads its key set):
     one transaction, begun by that statement; the third finds its key absent from the set
     and its slice cached, and begins none."""
-    monkeypatch.setattr(candidates, "KEY_SET_AFTER", 2)
     counts = []
     with Store.open(url, refresh_seconds=1.0) as store:
         answers = []

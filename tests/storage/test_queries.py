@@ -41,12 +41,6 @@ def url(tmp_path: Path) -> str:
     return build_database(tmp_path, write(tmp_path / "data", CSV_LATENCY))
 
 
-@pytest.fixture()
-def after_two(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The key set is read at a kernel's second miss."""
-    monkeypatch.setattr(candidates, "KEY_SET_AFTER", 2)
-
-
 def open_recorded(url: str, monkeypatch: pytest.MonkeyPatch,
                   **options: Any) -> tuple[Store, list[str]]:
     store = Store.open(url, **options)
@@ -74,11 +68,12 @@ def key_of(tokens: int) -> str:
     return f"x2|{tokens},{HIDDEN}:{BF16};{HIDDEN}:{BF16}"
 
 
-def test_a_repeated_miss_runs_no_exact_key_statement(url, after_two, monkeypatch):
+def test_a_repeated_miss_runs_no_exact_key_statement(url, monkeypatch):
     store, seen = open_recorded(url, monkeypatch)
     with store:
         answers = [counted(store, seen, leaf(tokens)) for tokens in (5, 6, 7, 12)]
-    # the first miss asks its keys; the second asks them and reads the set; then none
+    # by default (KEY_SET_AFTER 2) the first miss asks its keys; the second asks them and
+    # reads the set; then none
     assert [n for _, n in answers] == [1, 2, 0, 0]
     # on the CSV's line: 5.0 + (6.0 - 5.0) * (t - 4) / 4 below 8, 6.0 + 3.0 * (t - 8) / 8 above
     assert [(r.latency_us, r.source, r.details["method"]) for r, _ in answers] == [
@@ -86,7 +81,7 @@ def test_a_repeated_miss_runs_no_exact_key_statement(url, after_two, monkeypatch
         (5.75, QuerySource.INTERPOLATED, "linear_1d"), (7.5, QuerySource.INTERPOLATED, "linear_1d")]
 
 
-def test_a_hit_after_the_set_is_read_returns_the_csv_row(url, after_two, monkeypatch):
+def test_a_hit_after_the_set_is_read_returns_the_csv_row(url, monkeypatch):
     store, seen = open_recorded(url, monkeypatch)
     with store:
         for tokens in (5, 6):
@@ -100,7 +95,7 @@ def test_a_hit_after_the_set_is_read_returns_the_csv_row(url, after_two, monkeyp
 
 
 @pytest.mark.parametrize(("cap", "statements"), [(8, [1, 2, 1, 1, 1]), (9, [1, 2, 0, 1, 0])])
-def test_a_kernel_over_the_cap_keeps_asking_sql(url, after_two, monkeypatch, cap, statements):
+def test_a_kernel_over_the_cap_keeps_asking_sql(url, monkeypatch, cap, statements):
     """RmsNorm has nine key rows (three samples, three keys each): a cap of eight reads the
     set once, finds it too large and keeps asking SQL; nine keeps the set."""
     monkeypatch.setattr(candidates, "KEY_SET_CAP", cap)
@@ -119,7 +114,7 @@ def test_a_kernel_over_the_cap_keeps_asking_sql(url, after_two, monkeypatch, cap
     (EMPTY, Reason.NO_EXACT_MATCH, f"no EmptyNorm row with input signature {key_of(11)}"),
     (NORM, Reason.NO_EXACT_MATCH, f"no RmsNorm row with input signature {key_of(11)}"),
 ])
-def test_miss_reasons_are_unchanged_once_the_set_is_read(url, after_two, monkeypatch, op,
+def test_miss_reasons_are_unchanged_once_the_set_is_read(url, monkeypatch, op,
                                                         reason, message):
     """No CSV, a CSV without rows (its file has no keys) and a CSV without the key: the
     third miss is answered from the set alone, kernel presence included (the presence
@@ -136,7 +131,7 @@ def test_miss_reasons_are_unchanged_once_the_set_is_read(url, after_two, monkeyp
         {"kernel": ENTRIES[op]["kernel_type"], "reason": reason.value, "message": message}]
 
 
-def test_a_reingest_reads_a_new_set(url, tmp_path, after_two, monkeypatch):
+def test_a_reingest_reads_a_new_set(url, tmp_path, monkeypatch):
     """The set read before a re-ingest is not consulted after it: the added row is found
     (no refresh interval: every uncached lookup reads the state first)."""
     store, seen = open_recorded(url, monkeypatch, refresh_seconds=None)
@@ -150,7 +145,7 @@ def test_a_reingest_reads_a_new_set(url, tmp_path, after_two, monkeypatch):
 
 
 def test_inside_the_refresh_interval_an_answer_from_cached_rows_may_be_stale(
-        url, tmp_path, after_two, monkeypatch):
+        url, tmp_path, monkeypatch):
     """Within ``refresh_seconds`` of the last look at the state, a lookup answered from the
     key set and the cached slice runs no statement, so it does not see a re-ingest: the
     line between 4 (5.0 µs) and 8 tokens (6.0 µs) at 6 gives 5.5. After the interval
