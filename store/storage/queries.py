@@ -69,13 +69,6 @@ _REGIME_PACK = Statement(
     .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
            _G.path == bindparam("path"), _G.regime_key == bindparam("regime")))
 """A regime's points in one row (``regime_points``, ``profstore.storage.regime_pack``)."""
-_REGIME_STATS = Statement(
-    select(func.coalesce(func.sum(_PACK.points), 0), func.count())
-    .select_from(t.regime).join(t.regime_points, _PACK.regime_id == _G.id)
-    .where(_G.profile_id == bindparam("profile"), _G.kernel_type == bindparam("kernel"),
-           _G.path == bindparam("path")))
-"""Points and regimes of a kernel on a path, from the regimes' packs (one row per regime,
-not one per point: a regime mismatch on a kernel of 10,000 points counted them all)."""
 _REGIME_KEYS = Statement(
     select(_G.regime_key, _PACK.points)
     .select_from(t.regime).join(t.regime_points, _PACK.regime_id == _G.id)
@@ -270,15 +263,10 @@ class CandidateQueries:
         return full
 
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
-        """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data."""
-        key = ("stats", profile_id, kernel, path)
-        cached = self._stats.get(key)
-        if cached is None:
-            points, regimes = _REGIME_STATS.rows(self.engine, profile=profile_id,
-                                                 kernel=kernel, path=path)[0]
-            cached = (int(points), int(regimes))
-            self._stats.put(key, cached)
-        return cached
+        """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data.
+        Counted from ``regime_keys``, which the miss's nearest regimes read next."""
+        regimes = self.regime_keys(profile_id, kernel, path)
+        return sum(points for _, points in regimes), len(regimes)
 
     def regime_keys(self, profile_id: int, kernel: str, path: str
                     ) -> tuple[tuple[str, int], ...]:
