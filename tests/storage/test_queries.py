@@ -193,3 +193,17 @@ def test_once_a_kernels_regimes_are_read_a_new_regime_misses_without_a_statement
         assert nearest["differs"] == {"shape_signature": [f"T,{hidden};{hidden}",
                                                           f"T,{HIDDEN};{HIDDEN}"]}
         assert (nearest["latency_us"], nearest["method"]) == (5.25, "linear_1d")
+
+
+def test_a_regime_miss_counts_the_kernels_points_from_its_regime_list(url, monkeypatch):
+    """The miss message's "3 points in 1 other regimes" (RmsNorm's hidden 7168 regime, three
+    samples) and the nearest regimes both come from one statement over the kernel's
+    regimes on the path, not one to count them and one to list them."""
+    store, seen = open_recorded(url, monkeypatch)
+    with store:
+        miss = store.lookup(other_width(5, 4096), "v0.18")
+    kernel_wide = [sql for sql in seen if "FROM regime JOIN regime_points" in sql
+                   and "regime.regime_key = " not in sql]
+    assert len(kernel_wide) == 1
+    assert miss.details["attempted_kernels"][0]["message"] == (
+        "no RmsNorm row shares the target regime (3 points in 1 other regimes)")
