@@ -166,15 +166,6 @@ class RegimeSlice:
                            tuple(self.axes[i].tolist()), self.semantic[i])
 
     @cached_property
-    def _at_coordinate(self) -> dict[tuple[float, ...], list[int]]:
-        """Point indices by whole coordinate, in point order: a search asks a regime's
-        exact coordinate at every new shape (an absent axis is NaN, equal to no target)."""
-        found: dict[tuple[float, ...], list[int]] = {}
-        for i, coordinate in enumerate(map(tuple, self.axes.tolist())):
-            found.setdefault(coordinate, []).append(i)
-        return found
-
-    @cached_property
     def rows(self) -> tuple[MeasuredRow, ...]:
         """Every point as a measured row (hold-out truth reads them all)."""
         return tuple(self.row(i) for i in range(len(self)))
@@ -184,9 +175,7 @@ class RegimeSlice:
         n, width = len(target), self.axes.shape[1]
         if n > width:
             return []
-        if n == width:
-            at = self._at_coordinate.get(tuple(float(v) for v in target), [])
-        elif n == 1:
+        if n == 1:
             at = (self.axes[:, 0] == float(target[0])).nonzero()[0].tolist()
         else:
             same = self.axes[:, :n] == np.asarray(target, dtype=float)

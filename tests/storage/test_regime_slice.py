@@ -61,17 +61,6 @@ def test_rows_at_a_full_coordinate_a_leading_axis_and_with_exclusions():
     assert s.rows_at((48.0, 2.0), frozenset()) == []
 
 
-def test_rows_at_a_full_coordinate_meet_equal_numbers():
-    """-0.0 is the coordinate 0.0 and 8 is 8.0; NaN is at no point."""
-    rows = [(2, 3.0, AVG, 4, "Mul.csv", 8.0, 0.0, None, None, 1),
-            (3, 4.0, AVG, 5, "Mul.csv", 8.0, -0.0, None, None, 2),
-            (4, 5.0, AVG, 6, "Mul.csv", 8.0, 1.0, None, None, 3)]
-    s = build_slice(rows)
-    assert [r.sample_id for r in s.rows_at((8.0, 0.0), frozenset())] == [2, 3]
-    assert [r.sample_id for r in s.rows_at((8, -0.0), frozenset())] == [2, 3]
-    assert s.rows_at((8.0, float("nan")), frozenset()) == []
-
-
 def test_without_leaves_out_the_samples_and_keeps_the_order():
     s = build_slice(_rows()).without(frozenset({12, 16}))
     assert [r.sample_id for r in s.rows] == [14, 15, 13, 11]
