@@ -23,7 +23,7 @@ from typing import Any
 from unittest.mock import patch
 
 from profstore import LeafOp, Store
-from profstore.lookup import base_exact, nearest_regime
+from profstore.lookup import base_exact, nearest_regime, regime_table
 from profstore.model import exact_keys
 from profstore.model.clock_cache import ClockCache
 from profstore.paths import base, generic
@@ -203,7 +203,7 @@ def _mul_fp32(tokens: int) -> dict[str, Any]:
 
 
 def nearest_regime_cache(db: str, sweep: int = 200, rounds: int = 6) -> Saving:
-    """``closest``'s cache and per-kernel regime tables (lookup/nearest_regime.py) on the
+    """``closest``'s cache and per-kernel regime tables (lookup/regime_table.py) on the
     lookups they serve: regime misses of one op at successive shapes, as a search asks
     them, with and without (no cache, the table built again at each call), alternating."""
     leaves = [LeafOp.from_json(_mul_fp32(tokens)) for tokens in range(1, 2 + sweep)]
@@ -214,7 +214,7 @@ def nearest_regime_cache(db: str, sweep: int = 200, rounds: int = 6) -> Saving:
     def patched(cached: bool) -> Iterator[None]:
         size = 4096 if cached else 0
         with patch.object(nearest_regime, "_CLOSEST", ClockCache(size)), \
-                patch.object(nearest_regime, "_TABLES", ClockCache(size)):
+                patch.object(regime_table, "_TABLES", ClockCache(size)):
             yield
     fast, slow = alternating(db, leaves, patched, rounds)
     return Saving("nearest-regime cache, misses", fast, slow, 1.0, slow)

@@ -11,14 +11,11 @@ to weigh, not an answer.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from profstore.lookup.regime_values import parsed_regime, same_value, value_text
 from profstore.model.clock_cache import ClockCache
 from profstore.paths.base import Extraction
 
@@ -52,113 +49,12 @@ class NearestRegime:
         return found
 
 
-def _text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=list)
-
-
-def _same(mine: Any, theirs: Any) -> bool:
-    """One regime value: of one type and equal, or equal as JSON text (so ``[1, 0]`` and
-    ``[True, 0.0]``, or ``0.0`` and ``-0.0``, are one value; ``1`` and ``1.0`` are not)."""
-    if type(mine) is type(theirs) and mine == theirs:
-        return True
-    return _text(mine) == _text(theirs)
-
-
 def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, list[Any]]:
     """``{field: [target's value, theirs]}`` for every field whose values differ (a field
     only one side has differs from the other's null), in field order."""
     return {name: [target.get(name), theirs.get(name)]
             for name in sorted(set(target) | set(theirs))
-            if not _same(target.get(name), theirs.get(name))}
-
-
-@functools.lru_cache(maxsize=16384)
-def _parsed(key: str) -> Mapping[str, Any]:
-    """A regime key's fields, parsed once per key (read only: copied where it is kept)."""
-    return MappingProxyType(json.loads(key))
-
-
-_LOOSE = (float, list, dict)
-"""Types whose values can be ``_same`` with different JSON texts (``0.0`` and ``-0.0``,
-``[1, 0]`` and ``[True, 0.0]``): for the others, same means same text."""
-
-_PLAIN = (str, int, bool, type(None))
-
-
-def _token(value: Any) -> Any:
-    """Equal exactly when the JSON texts are: a value of a plain type stands for its own
-    text (its type and value fix it), any other is spelled."""
-    kind = type(value)
-    return (kind, value) if kind in _PLAIN else _text(value)
-
-
-@dataclass(frozen=True)
-class _Column:
-    """One field's values across a kernel's regimes, each coded by its JSON text."""
-
-    codes: Mapping[Any, int]
-    """By ``_token``."""
-    loose: Mapping[type, tuple[tuple[Any, int], ...]]
-    """The values of the ``_LOOSE`` types with their codes, by type."""
-
-    def same_as(self, value: Any) -> np.ndarray:
-        """Per code, whether its value is ``_same`` as ``value``."""
-        same = np.zeros(len(self.codes), dtype=bool)
-        code = self.codes.get(_token(value))
-        if code is not None:
-            same[code] = True
-        for other, code in self.loose.get(type(value), ()):
-            if other == value:
-                same[code] = True
-        return same
-
-
-@dataclass(frozen=True)
-class _RegimeTable:
-    """A kernel's measured regimes (with points) as one row each and one column per field,
-    so one array comparison counts every regime's differences from a target: a miss
-    compares its target with every regime of its kernel (hundreds, for some), and a search
-    misses a new target of the same kernel at every new shape."""
-
-    keys: tuple[str, ...]
-    points: tuple[int, ...]
-    columns: Mapping[str, _Column]
-    codes: np.ndarray
-    """``codes[row, column]``: the code of that regime's value (null where it has none)."""
-
-    @classmethod
-    def of(cls, regimes: Sequence[tuple[str, int]]) -> _RegimeTable:
-        kept = [(key, points) for key, points in regimes if points > 0]
-        parsed = [_parsed(key) for key, _ in kept]
-        names = sorted({name for regime in parsed for name in regime})
-        columns = {}
-        codes = np.zeros((len(kept), len(names)), dtype=np.int32)
-        for j, name in enumerate(names):
-            tokens: dict[Any, int] = {}
-            loose: dict[type, list[tuple[Any, int]]] = {}
-            for i, regime in enumerate(parsed):
-                value = regime.get(name)
-                token = _token(value)
-                code = tokens.get(token)
-                if code is None:
-                    code = tokens[token] = len(tokens)
-                    if isinstance(value, _LOOSE):
-                        loose.setdefault(type(value), []).append((value, code))
-                codes[i, j] = code
-            columns[name] = _Column(tokens, {t: tuple(v) for t, v in loose.items()})
-        return cls(tuple(k for k, _ in kept), tuple(p for _, p in kept), columns, codes)
-
-    def distances(self, target: Mapping[str, Any]) -> np.ndarray:
-        """How many fields of each regime differ from the target's (``differences``)."""
-        shared = np.zeros(len(self.keys), dtype=np.int32)
-        for j, (name, column) in enumerate(self.columns.items()):
-            shared += column.same_as(target.get(name))[self.codes[:, j]]
-        only_target = sum(1 for name, value in target.items()
-                          if name not in self.columns and value is not None)
-        return len(self.columns) - shared + only_target
-
-
-_TABLES: ClockCache[tuple[tuple[str, int], ...], _RegimeTable] = ClockCache(1024)
+            if not same_value(target.get(name), theirs.get(name))}
 
 
 Nearest = list[tuple[dict[str, Any], int, dict[str, list[Any]]]]
@@ -186,19 +82,12 @@ def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
 
 def _closest(target: Mapping[str, Any], regimes: tuple[tuple[str, int], ...],
              cap: int) -> Nearest:
-    table = _TABLES.get(regimes)
-    if table is None:
-        table = _RegimeTable.of(regimes)
-        _TABLES.put(regimes, table)
-    if not table.keys:
-        return []
-    distances = table.distances(target)
-    differing = distances[distances > 0]
-    if not differing.size:
-        return []
-    ties = sorted(np.flatnonzero(distances == differing.min()), key=table.keys.__getitem__)
-    return [(dict(_parsed(table.keys[i])), table.points[i],
-             differences(target, _parsed(table.keys[i]))) for i in ties[:cap]]
+    from profstore.lookup.regime_table import table_of
+
+    table = table_of(regimes)
+    return [(dict(parsed_regime(table.keys[i])), table.points[i],
+             differences(target, parsed_regime(table.keys[i])))
+            for i in table.nearest(target)[:cap]]
 
 
 @dataclass(frozen=True)
@@ -246,5 +135,5 @@ def spell_differs(differs: Mapping[str, Sequence[Any]], clip: int | None = None)
 
 
 def _plain(value: Any, clip: int | None = None) -> str:
-    text = value if isinstance(value, str) else _text(value)
+    text = value if isinstance(value, str) else value_text(value)
     return text if clip is None or len(text) <= clip else text[:clip - 1] + "…"

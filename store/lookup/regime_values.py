@@ -1,0 +1,29 @@
+"""A regime's values as a nearest-regime comparison reads them: a regime key parsed, a value
+spelled as JSON text, and when two values are the same one."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+
+def value_text(value: Any) -> str:
+    """A regime value as JSON text (tuples as lists, keys sorted)."""
+    return json.dumps(value, sort_keys=True, default=list)
+
+
+def same_value(mine: Any, theirs: Any) -> bool:
+    """One regime value: of one type and equal, or equal as JSON text (so ``[1, 0]`` and
+    ``[True, 0.0]``, or ``0.0`` and ``-0.0``, are one value; ``1`` and ``1.0`` are not)."""
+    if type(mine) is type(theirs) and mine == theirs:
+        return True
+    return value_text(mine) == value_text(theirs)
+
+
+@functools.lru_cache(maxsize=16384)
+def parsed_regime(key: str) -> Mapping[str, Any]:
+    """A regime key's fields, parsed once per key (read only: copied where it is kept)."""
+    return MappingProxyType(json.loads(key))
