@@ -85,9 +85,11 @@ def _closest(target: Mapping[str, Any], regimes: tuple[tuple[str, int], ...],
     from profstore.lookup.regime_table import table_of
 
     table = table_of(regimes)
-    return [(dict(parsed_regime(table.keys[i])), table.points[i],
-             differences(target, parsed_regime(table.keys[i])))
-            for i in table.nearest(target)[:cap]]
+    found = []
+    for i in table.nearest(target)[:cap]:
+        regime = parsed_regime(table.keys[i])
+        found.append((dict(regime), table.points[i], differences(target, regime)))
+    return found
 
 
 @dataclass(frozen=True)

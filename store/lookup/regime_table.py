@@ -94,8 +94,6 @@ class RegimeTable:
     def nearest(self, target: Mapping[str, Any]) -> list[int]:
         """The rows with the fewest differing fields (none: the target's own regime is not
         a neighbour), in key order."""
-        if not self.keys:
-            return []
         distances = self.distances(target)
         differing = distances[distances > 0]
         if not differing.size:

@@ -282,7 +282,7 @@ class LeafOp:
 
         Only the formats are validated (``TensorSpec.with_format``): every other value is
         this leaf's own, validated when it was made, and format inference copies a leaf
-        for every assignment of formats it tries (docs/adr/0125-format-copies.md).
+        for every assignment of formats it tries (docs/adr/0125-format-trials-and-nearest-table.md).
 
         Args:
             formats: ``{argument: format}``, each argument named by its path (``args[1]``,

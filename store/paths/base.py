@@ -69,8 +69,9 @@ def regime_key(regime: Mapping[str, Any]) -> str:
 
 
 _KEY_TEXTS: ClockCache[tuple[Any, ...], str] = ClockCache(4096)
-_PLAIN_KEYS, _PLAIN_VALUES = frozenset({str}), frozenset({str, int})
 """``regime_key``'s remembered texts, by the regime's items in their order."""
+_PLAIN_KEYS, _PLAIN_VALUES = frozenset({str}), frozenset({str, int})
+"""The key and value types of a regime whose text ``regime_key`` remembers."""
 
 
 @dataclass(frozen=True)

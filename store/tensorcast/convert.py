@@ -151,8 +151,8 @@ def _arg(value: Any, path: str, format_of: FormatOf | None) -> Arg:
     kind = type(value)
     if kind in _AS_THEY_ARE:
         return value
-    if kind is list or kind is tuple:
-        return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
+    if kind is list or kind is tuple:  # never a number or a tensor: no ABC test
+        return _items(value, path, format_of)
     if isinstance(value, (bool, str)):
         return value
     if isinstance(value, Integral):
@@ -162,9 +162,14 @@ def _arg(value: Any, path: str, format_of: FormatOf | None) -> Arg:
     if _is_tensor(value):
         return _spec(value, path, format_of)
     if isinstance(value, (list, tuple)):
-        return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
+        return _items(value, path, format_of)
     name = _dtype_name(value, path)
     return name if name is not None else str(value)
+
+
+def _items(value: list[Any] | tuple[Any, ...], path: str,
+           format_of: FormatOf | None) -> tuple[Arg, ...]:
+    return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
 
 
 def _phase_from_flags(flags: Any) -> str | None:
