@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from profstore.lookup.regime_values import parsed_regime, same_value, value_text
-from profstore.model.clock_cache import ClockCache
 from profstore.paths.base import Extraction
 
 if TYPE_CHECKING:
@@ -59,10 +58,6 @@ def differences(target: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[st
 
 Nearest = list[tuple[dict[str, Any], int, dict[str, list[Any]]]]
 
-_CLOSEST: ClockCache[tuple[str, tuple[tuple[str, int], ...], int], Nearest] = ClockCache(4096)
-"""``closest``'s answers by (the target's ``repr``, regimes, cap): a search misses the same
-regime of a kernel at every new shape, and the answer does not depend on the shape."""
-
 
 def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
             cap: int = MAX_NEAREST) -> Nearest:
@@ -70,14 +65,7 @@ def closest(target: Mapping[str, Any], regimes: Sequence[tuple[str, int]],
     fields (ties in key order, at most ``cap``); the target's own regime is not among
     them (a regime with no difference is the target's and has no point to offer). Each
     call hands back its own dicts and lists."""
-    regimes = tuple(regimes)
-    key = (repr(tuple(target.items())), regimes, cap)
-    found = _CLOSEST.get(key)
-    if found is None:
-        found = _closest(target, regimes, cap)
-        _CLOSEST.put(key, found)
-    return [(dict(regime), points, {name: list(pair) for name, pair in differs.items()})
-            for regime, points, differs in found]
+    return _closest(target, tuple(regimes), cap)
 
 
 def _closest(target: Mapping[str, Any], regimes: tuple[tuple[str, int], ...],

@@ -86,6 +86,7 @@ class PathRunner:
         self._prepared: ClockCache[tuple[Any, ...], Candidates] = ClockCache(
             prepared_cache_size)
         self._regime_answers: ClockCache[tuple[Any, ...], RegimeAnswer] = ClockCache(4096)
+        self._nearest: ClockCache[tuple[int, str, str, str], Nearest] = ClockCache(4096)
 
     def run(self, req: PathRequest, target: Extraction | Refusal | None = None) -> Attempt:
         """The request's leaf looked up on its path; ``target``: its extraction, when the
@@ -258,14 +259,21 @@ class PathRunner:
 
     def nearest_of(self, req: PathRequest, attempt: Attempt) -> Nearest:
         """The nearest measured regimes of an attempt that missed for want of its regime
-        (``nearest_regime.closest``), not yet answered; none for any other attempt."""
+        (``nearest_regime.closest``), not yet answered; none for any other attempt. Kept
+        per kernel, path and the target's regime text (a search misses one regime at every
+        new shape, and the answer does not depend on the shape); callers only read them."""
         from profstore.lookup.nearest_regime import closest
 
         if (attempt.reason is not Reason.REGIME_MISMATCH or attempt.target is None
                 or not attempt.notes.get("kernel_points")):
             return []
-        regimes = self.queries.regime_keys(req.profile_id, attempt.kernel, req.path.name)
-        return closest(attempt.target.regime, regimes)
+        key = (req.profile_id, attempt.kernel, req.path.name, attempt.target.regime_key)
+        found = self._nearest.get(key)
+        if found is None:
+            regimes = self.queries.regime_keys(req.profile_id, attempt.kernel, req.path.name)
+            found = closest(attempt.target.regime, regimes)
+            self._nearest.put(key, found)
+        return found
 
     def answer_nearest(self, req: PathRequest, attempt: Attempt,
                        nearest: Nearest) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5/Dyna
 (line numbers count the header as line 1):
 - line 1367: ``12,2048`` DT_FLOAT16 -> ``12,2048;12`` INT8;FLOAT (per-token scale),
   Average Duration 5.617396 us;
+- line 1368: ``13,2048`` DT_FLOAT16, per-token, Average Duration 5.549339 us;
 - no row has a one-element scale for a float16 ``[12, 2048]`` input (no per-tensor FP16
   regime at all).
 """
@@ -13,6 +14,8 @@ perfdb/ATLAS_800_A3_752T_128G_DIE/vllm_ascend/vllm0.18.0_torch2.9.0_cann8.5/Dyna
 from __future__ import annotations
 
 import pytest
+from profstore.api import Store
+from profstore.lookup import nearest_regime
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QuerySource, Reason
 
@@ -21,6 +24,7 @@ from tests.support.regimes import SYM, per_tensor
 pytestmark = pytest.mark.requires_perfdb
 
 FP16_PER_TOKEN_12x2048 = 5.617396  # DynamicQuant.csv line 1367
+FP16_PER_TOKEN_13x2048 = 5.549339  # DynamicQuant.csv line 1368
 
 
 def test_the_miss_names_the_regime_that_differs_only_in_scale_mode(perfdb_store):
@@ -62,3 +66,19 @@ def test_a_hit_carries_no_nearest_regime(perfdb_store):
     result = perfdb_store.lookup(per_token, "v0.18")
     assert (result.source, result.latency_us) == (QuerySource.MEASURED, FP16_PER_TOKEN_12x2048)
     assert "nearest_regimes" not in result.details
+
+
+def test_a_regime_missed_at_a_new_shape_finds_its_nearest_regimes_once(perfdb_path, monkeypatch):
+    """A search misses one regime at every new shape: the second miss names the same
+    nearest regime, answered at its own shape, without comparing the regimes again."""
+    compared = []
+    closest = nearest_regime.closest
+    monkeypatch.setattr(nearest_regime, "closest",
+                        lambda *args: compared.append(args[0]) or closest(*args))
+    with Store.open(perfdb_path) as store:  # its own caches: nothing asked before
+        firsts = [store.lookup(per_tensor(m, 2048), "v0.18").details["nearest_regimes"][0]
+                  for m in (12, 13)]
+    assert [(f["differs"], f["latency_us"], f["method"]) for f in firsts] == [
+        ({"scale_mode": ["per_tensor", "per_token"]}, FP16_PER_TOKEN_12x2048, "exact_coordinate"),
+        ({"scale_mode": ["per_tensor", "per_token"]}, FP16_PER_TOKEN_13x2048, "exact_coordinate")]
+    assert len(compared) == 1
