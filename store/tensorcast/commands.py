@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from profstore.tensorcast import installation as installer
+from profstore.tensorcast import own_objects
 from profstore.tensorcast import summary as report
 from profstore.tensorcast.ranking import Ranked, ranked_tables
 from profstore.tensorcast.run_stats import RunSummary
@@ -79,6 +80,7 @@ def run(request: CommandRequest) -> CommandResult:
     """Run the command; ``UpstreamError`` / ``ValueError`` before anything ran."""
     check_arguments(request.upstream_args)
     installer.check(request.settings)  # the store, the version, context and policy first
+    own_objects.set_aside()  # before TensorCast's first import (docs/adr/0128)
     module = command_module(request.command, request.tensorcast_root)
     argv = [request.command, *request.upstream_args, "--performance-model", "profiling",
             "--profiling-database-path", request.settings.db]

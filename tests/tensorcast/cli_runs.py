@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.tensorcast.parent_probe import MARK
+from tests.tensorcast.parent_probe import FREEZES, MARK
 from tests.tensorcast.simulation import TENSOR_CAST
 
 PROBE = Path(__file__).with_name("parent_probe.py")
@@ -42,6 +42,15 @@ def parent_modules(stderr: str) -> list[str]:
     lines = [line for line in stderr.splitlines() if line.startswith(MARK)]
     assert len(lines) == 1, stderr[-2000:]
     found: list[str] = json.loads(lines[0].removeprefix(MARK))
+    return found
+
+
+def parent_freezes(stderr: str) -> list[bool]:
+    """For each ``gc.freeze()`` the parent made before upstream's ``main()``, whether
+    TensorCast was imported then (``parent_probe``)."""
+    lines = [line for line in stderr.splitlines() if line.startswith(FREEZES)]
+    assert len(lines) == 1, stderr[-2000:]
+    found: list[bool] = json.loads(lines[0].removeprefix(FREEZES))
     return found
 
 

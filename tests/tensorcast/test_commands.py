@@ -19,6 +19,7 @@ from profstore.tensorcast.analytic_check import Observation, check
 
 from tests.tensorcast.cli_runs import (
     best,
+    parent_freezes,
     parent_modules,
     profstore,
     profstore_probed,
@@ -68,6 +69,8 @@ def test_the_parent_imports_the_model_runner_only_when_upstream_does(text_genera
     run, stats, _ = text_generate
     # set-up done, upstream's main() not yet run: no model runner, no --draws/--compare/web
     assert parent_modules(run.stderr) == []
+    # profstore's own objects set aside from the collector once, before TensorCast existed
+    assert parent_freezes(run.stderr) == [False]
     # then text-generate's main() imported the runner in this one process: profstore priced it
     assert stats["processes_that_looked_up"] == 1 and stats["lookups"] == 85
 
