@@ -87,7 +87,8 @@ def run(request: CommandRequest) -> CommandResult:
     _parse_like_upstream(module, argv)
     with tempfile.TemporaryDirectory(prefix="profstore-tensorcast-") as run_dir:
         settings = replace(request.settings, run_dir=run_dir)
-        installer.install_settings(settings)  # checked above; draw and calibration too
+        # checked above (draw and calibration too); TensorCast's imports set aside (ADR 0129)
+        installer.install_settings(settings, set_aside_imports=True)
         settings.to_environment()
         start = perf_counter()
         try:

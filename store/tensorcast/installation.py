@@ -24,7 +24,7 @@ from time import perf_counter
 from types import ModuleType
 from typing import Any
 
-from profstore.tensorcast import calibrated, runner_hook
+from profstore.tensorcast import calibrated, own_objects, runner_hook
 from profstore.tensorcast.bound_breakdown import distinct_result_classifiers
 from profstore.tensorcast.calibrated import ClassCalibration
 from profstore.tensorcast.data_source import ProfstoreDataSource
@@ -92,12 +92,15 @@ def check(settings: Settings) -> None:
                         regime_policy=settings.regime_policy).close()
 
 
-def install_settings(settings: Settings) -> None:
+def install_settings(settings: Settings, *, set_aside_imports: bool = False) -> None:
     """Install ``settings`` in this process: the factory is replaced on the model runner's
-    module when it is imported (``runner_hook``), so this imports nothing of TensorCast."""
+    module when it is imported (``runner_hook``), so this imports nothing of TensorCast.
+    ``set_aside_imports`` (``profstore tensorcast``'s own processes): then also freeze what
+    that import brought (``own_objects``, docs/adr/0129)."""
     _ACTIVE["settings"] = settings
     _ACTIVE.pop("recorder", None)  # the next one writes to this installation's run_dir
-    runner_hook.when_imported(_replace_factory)
+    runner_hook.when_imported(_replace_factory_and_set_aside if set_aside_imports
+                              else _replace_factory)
 
 
 def _replace_factory(module: ModuleType) -> None:
@@ -105,6 +108,11 @@ def _replace_factory(module: ModuleType) -> None:
     if "original" not in _ACTIVE:
         _ACTIVE["original"] = runner.__dict__["create_performance_models"]
     runner.create_performance_models = staticmethod(create_performance_models)
+
+
+def _replace_factory_and_set_aside(module: ModuleType) -> None:
+    _replace_factory(module)
+    own_objects.set_aside_imports()
 
 
 def uninstall() -> None:

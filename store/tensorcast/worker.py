@@ -4,7 +4,8 @@ A spawned worker imports the parent's main module again and nothing else the par
 at run time, so ``profstore tensorcast`` runs upstream's command with this module as
 ``__main__``: each worker imports it and installs profstore from the settings the parent
 put in its environment (``settings.ENVIRONMENT``), and sets its own objects aside from the
-collector before TensorCast's modules arrive (``own_objects``).
+collector before TensorCast's modules arrive, and TensorCast's imports once its model
+runner's module is imported (``own_objects``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ _settings = Settings.from_environment()
 if _settings is not None:
     from profstore.tensorcast.installation import install_settings
 
-    install_settings(_settings)
+    install_settings(_settings, set_aside_imports=True)
     from profstore.tensorcast import own_objects
 
     own_objects.set_aside()  # a spawned worker has not imported TensorCast yet (docs/adr/0128)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.tensorcast.parent_probe import FREEZES, MARK
+from tests.tensorcast.parent_probe import FREEZES, FREEZES_AT_EXIT, MARK
 from tests.tensorcast.simulation import TENSOR_CAST
 
 PROBE = Path(__file__).with_name("parent_probe.py")
@@ -45,12 +45,13 @@ def parent_modules(stderr: str) -> list[str]:
     return found
 
 
-def parent_freezes(stderr: str) -> list[bool]:
-    """For each ``gc.freeze()`` the parent made before upstream's ``main()``, whether
-    TensorCast was imported then (``parent_probe``)."""
-    lines = [line for line in stderr.splitlines() if line.startswith(FREEZES)]
+def parent_freezes(stderr: str, *, at_exit: bool = False) -> list[dict[str, object]]:
+    """For each ``gc.freeze()`` the parent made before upstream's ``main()`` (``at_exit``:
+    in the whole command), what was imported and built then (``parent_probe``)."""
+    mark = FREEZES_AT_EXIT if at_exit else FREEZES
+    lines = [line for line in stderr.splitlines() if line.startswith(mark)]
     assert len(lines) == 1, stderr[-2000:]
-    found: list[bool] = json.loads(lines[0].removeprefix(FREEZES))
+    found: list[dict[str, object]] = json.loads(lines[0].removeprefix(mark))
     return found
 
 

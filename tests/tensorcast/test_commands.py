@@ -70,9 +70,18 @@ def test_the_parent_imports_the_model_runner_only_when_upstream_does(text_genera
     # set-up done, upstream's main() not yet run: no model runner, no --draws/--compare/web
     assert parent_modules(run.stderr) == []
     # profstore's own objects set aside from the collector once, before TensorCast existed
-    assert parent_freezes(run.stderr) == [False]
+    assert parent_freezes(run.stderr) == [
+        {"tensor_cast": False, "runner_module": False, "runners": 0}]
     # then text-generate's main() imported the runner in this one process: profstore priced it
     assert stats["processes_that_looked_up"] == 1 and stats["lookups"] == 85
+
+
+def test_the_model_runners_imports_are_set_aside_before_any_runner_exists(text_generate):
+    run, _, _ = text_generate
+    # ADR 0129: a second freeze right after the runner's module is imported, none later
+    assert parent_freezes(run.stderr, at_exit=True) == [
+        {"tensor_cast": False, "runner_module": False, "runners": 0},
+        {"tensor_cast": True, "runner_module": True, "runners": 0}]
 
 
 def test_the_summary_names_the_fallbacks_by_simulated_time(text_generate):
