@@ -1,5 +1,8 @@
 """What a user of TensorCast waits for, three ways: upstream's analytic model alone,
-upstream's profiling model on the version's CSV directory, and ``profstore tensorcast``.
+upstream's profiling model on the version's CSV directory, and ``profstore tensorcast``;
+and a fourth for reference: the analytic command with the collector freezes profstore's
+command makes (``analytic-frozen``, ``bench.frozen_upstream``), so that profstore against
+it shows the lookups' cost apart from what the freezes save.
 
 For each command: its wall clock (the command's start to its exit, as the user waits) beside
 upstream's own "All experiments completed in" (the search alone), the time outside the
@@ -14,8 +17,8 @@ TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against anal
                                      [--baseline-python ../main/.venv/bin/python]
                                      [--baseline-db ../main/perf.db]
 
-Each round runs every scenario's commands one after the other (analytic, upstream,
-profstore), so a machine that gets busier mid-run shows in every source alike; the decode
+Each round runs every scenario's commands one after the other (analytic, analytic-frozen,
+upstream, profstore), so a machine that gets busier mid-run shows in every source alike; the decode
 step, a command of seconds, runs its pair three times a round (``Scenario.repeats``). A
 figure is the median over every run of a source, every run is kept. The load average
 before each command is recorded. Results: ``bench/results/tensorcast-<commit>.json`` and
@@ -47,6 +50,9 @@ COMPLETED = re.compile(r"All experiments completed in ([0-9.]+) seconds")
 TOP = re.compile(r"^\|\s*1\s*\|\s*(?:\x1b\[1m)?([0-9.]+)(?:\x1b\[0m)?\s*\|.*?\|\s*"
                  r"(TP=\d+ \| PP=\d+ \| DP=\d+)\s*\|\s*(\d+)\s*\|", re.M)
 STEP = re.compile(r"\[(?:analytic|empirical)\] Execution time: ([0-9.]+) s")
+FROZEN = "analytic-frozen"
+"""Upstream's analytic command with the freezes ``profstore tensorcast`` makes and nothing
+else (``bench.frozen_upstream``): profstore against it is the lookups' cost alone."""
 BASELINE = "profstore-baseline"
 """``profstore tensorcast`` run by ``--baseline-python`` (another checkout's interpreter)."""
 
@@ -68,7 +74,7 @@ class Scenario:
     model: str
     command: str
     args: tuple[str, ...]
-    sources: tuple[str, ...] = ("analytic", "upstream", "profstore")
+    sources: tuple[str, ...] = ("analytic", FROZEN, "upstream", "profstore")
     repeats: int = 1
     """Times a round runs the scenario's sources, alternating: a command of a few seconds
     spreads by ±5 % run to run, as much as the ratio its target allows."""
@@ -84,13 +90,16 @@ SCENARIOS = (
         "8", "48", "-j", "2")),
     Scenario("decode-step", "qwen3_dense_32b", "text-generate", (
         "--num-queries", "16", "--query-length", "1", "--context-length", "4096", "--decode",
-        *DEVICE, "--tp-size", "8", "--num-devices", "8"), ("analytic", "profstore"), repeats=3),
+        *DEVICE, "--tp-size", "8", "--num-devices", "8"), ("analytic", FROZEN, "profstore"),
+        repeats=3),
 )
 
 
 def _environment() -> dict[str, str]:
+    """Upstream's packages first on the path; this checkout after them, for
+    ``bench.frozen_upstream`` (upstream's own top-level names win)."""
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TENSORCAST_ROOT": str(TENSOR_CAST),
-            "PYTHONPATH": str(TENSOR_CAST)}
+            "PYTHONPATH": os.pathsep.join((str(TENSOR_CAST), str(REPO)))}
 
 
 def _command(scenario: Scenario, source: str, model: Path, db: str, root: Path,
@@ -106,6 +115,8 @@ def _command(scenario: Scenario, source: str, model: Path, db: str, root: Path,
                 "--performance-model"]
     if source == "analytic":
         return [*upstream, "analytic"]
+    if source == FROZEN:
+        return [sys.executable, "-m", "bench.frozen_upstream", *upstream[2:], "analytic"]
     return [*upstream, "profiling", "--profiling-database-path", str(root / V18)]
 
 

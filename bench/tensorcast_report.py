@@ -38,9 +38,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
+OUTSIDE_AGAINST = {"analytic": "analytic", "analytic-frozen": "analytic_frozen",
+                   "profstore-baseline": "baseline"}
+"""The sources profstore's time outside the search is compared with, by their name there."""
+
+
 def summary(runs: dict[str, list[Run]]) -> dict[str, Any]:
     """Per source the medians; then profstore over each other source, wall and search, and
-    profstore's time outside the search minus the analytic command's (and the baseline's)."""
+    profstore's time outside the search minus the analytic commands' (and the baseline's)."""
     sources: dict[str, dict[str, Any]] = {}
     for source, found in runs.items():
         last = found[-1]
@@ -54,16 +59,14 @@ def summary(runs: dict[str, list[Run]]) -> dict[str, Any]:
                         for key in (found[0].lookups or {})}}
     ours = sources.get("profstore", {})
     ratios: dict[str, float | None] = {}
-    for other in ("analytic", "upstream", "profstore-baseline"):
+    for other in ("analytic", "analytic-frozen", "upstream", "profstore-baseline"):
         if other in sources:
             ratios[f"wall_over_{other}"] = _ratio(ours.get("wall_s"), sources[other]["wall_s"])
             ratios[f"completed_over_{other}"] = _ratio(ours.get("completed_s"),
                                                        sources[other]["completed_s"])
-    if "analytic" in sources and ours.get("outside_s") is not None:
-        ratios["outside_minus_analytic_s"] = ours["outside_s"] - sources["analytic"]["outside_s"]
-    if "profstore-baseline" in sources and ours.get("outside_s") is not None:
-        ratios["outside_minus_baseline_s"] = (ours["outside_s"]
-                                              - sources["profstore-baseline"]["outside_s"])
+    for other, name in OUTSIDE_AGAINST.items():
+        if other in sources and ours.get("outside_s") is not None:
+            ratios[f"outside_minus_{name}_s"] = ours["outside_s"] - sources[other]["outside_s"]
     return {"sources": sources, "profstore": ratios}
 
 

@@ -60,3 +60,15 @@ def test_the_markdown_row_lists_each_run_of_a_repeated_scenario():
     text = markdown(report)
     assert "| profstore | 9.00 | 6.00 | 3.00 | 9.00 / 9.90 / 8.80 | 6.00 / 7.00 / 5.00 |" in text
     assert "each run: wall" in text
+
+
+def test_profstore_is_also_put_over_the_frozen_analytic_command():
+    runs = {**_dense_runs(), "analytic-frozen": [Run(8.0, 6.5, 0.1), Run(8.6, 7.0, 0.1),
+                                                 Run(8.2, 6.0, 0.1)]}
+    ratios = summary(runs)["profstore"]
+    # analytic-frozen: walls 8.0, 8.6, 8.2 (median 8.2); completed median 6.5; outside 1.5,
+    # 1.6, 2.2 (median 1.6); profstore: wall 9.0, completed 6.0, outside 3.0
+    assert ratios["wall_over_analytic-frozen"] == pytest.approx(9.0 / 8.2)
+    assert ratios["completed_over_analytic-frozen"] == pytest.approx(6.0 / 6.5)
+    assert ratios["outside_minus_analytic_frozen_s"] == pytest.approx(3.0 - 1.6)
+    assert ratios["outside_minus_analytic_s"] == pytest.approx(3.0 - 2.0)
