@@ -10,7 +10,8 @@ search (wall − completed in), the best configuration, and profstore's lookups 
 per lookup, share of the processes' time). Scenarios (``SCENARIOS``): the issue's dense
 reference search (Qwen3-32B, 8 devices, TP 4 and 8, batch 1-64, TPOT <= 50 ms, 2 jobs),
 its MoE search (Qwen3-30B-A3B, input 2048, output 512, TP 2/4, EP 2/8, batch 8-48,
-TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against analytic).
+TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against the two
+analytic commands).
 
     python -m bench.bench_tensorcast [--root ../shared/perfdb] [--db perf.db] [--rounds 2]
                                      [--scenarios dense moe decode-step] [--out FILE_STEM]
@@ -18,11 +19,11 @@ TPOT <= 40 ms) and text-generate's Qwen3-32B decode step (profstore against anal
                                      [--baseline-db ../main/perf.db]
 
 Each round runs every scenario's commands one after the other (analytic, analytic-frozen,
-upstream, profstore), so a machine that gets busier mid-run shows in every source alike; the decode
-step, a command of seconds, runs its pair three times a round (``Scenario.repeats``). A
-figure is the median over every run of a source, every run is kept. The load average
-before each command is recorded. Results: ``bench/results/tensorcast-<commit>.json`` and
-``.md`` (``--out``).
+upstream, profstore), so a machine that gets busier mid-run shows in every source alike;
+the decode step, a command of seconds, runs its sources three times a round
+(``Scenario.repeats``). A figure is the median over every run of a source, every run is
+kept. The load average before each command is recorded. Results:
+``bench/results/tensorcast-<commit>.json`` and ``.md`` (``--out``).
 """
 
 from __future__ import annotations
