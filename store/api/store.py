@@ -260,7 +260,6 @@ class Store:
                                       message=f"no ingested version {version!r}")
         else:
             result = generation.parts.dispatcher.lookup(leaf, profile, options)
-            result.details.setdefault("version", profile.alias)
         generation.parts.results.put(key, result)
         return result
 

@@ -49,6 +49,10 @@ class LookupOptions:
     regimes: RegimePolicy | None = None
 
 
+ARGUMENT_FREE = frozenset({"zero_cost", "accepted_miss"})
+"""Selectors whose answer reads no argument of the leaf (``answer_by_name``)."""
+
+
 class Dispatcher:
     def __init__(self, base: BaseExact, runner: PathRunner, comm: CommunicationLookup,
                  inference: FormatInference) -> None:
@@ -60,23 +64,17 @@ class Dispatcher:
     def lookup(self, leaf: LeafOp, profile: Profile, options: LookupOptions) -> QueryResult:
         entry = profile.mapping.entry(leaf.op)
         if entry is None:
-            return QueryResult.miss(Reason.UNMAPPED, op=leaf.op,
-                                    message=f"{leaf.op} is not in the {profile.alias} mapping")
+            unmapped = QueryResult.miss(Reason.UNMAPPED, op=leaf.op, message=(
+                f"{leaf.op} is not in the {profile.alias} mapping"))
+            return _named(unmapped, leaf.op, None, profile)
         selector = selector_of(entry)
-        result = self._dispatch(leaf, entry, selector, profile, options)
-        result.details.setdefault("op", leaf.op)
-        result.details.setdefault("selector", selector)
-        return result
+        return _named(self._dispatch(leaf, entry, selector, profile, options), leaf.op,
+                      selector, profile)
 
     def _dispatch(self, leaf: LeafOp, entry: MappingEntry, selector: str, profile: Profile,
                   options: LookupOptions) -> QueryResult:
-        if selector == "zero_cost":
-            return QueryResult.measured(0.0, method="zero_cost", zero_cost=True,
-                                        kernel_type=entry.kernel_type or "",
-                                        note="mapping marks this op zero_cost")
-        if selector == "accepted_miss":
-            return QueryResult.measured(0.0, method="accepted_miss", zero_cost=True,
-                                        kernel_type="accepted_miss", note=entry.accepted_miss)
+        if selector in ARGUMENT_FREE:
+            return _accounted(entry, selector)
         if selector == "communication":
             return self.comm.lookup(leaf, entry.kernels, profile.comm_profile_id)
         if selector == "composite":
@@ -181,6 +179,38 @@ class Dispatcher:
             result.details["interpolation"] = (
                 "not interpolated: the op has communication children, owned by the base")
         return result
+
+
+def answer_by_name(op: str, profile: Profile) -> QueryResult | None:
+    """What ``Dispatcher.lookup`` answers every leaf of ``op`` when that answer reads none
+    of the leaf's arguments (an op the mapping marks zero_cost or accepted_miss), made
+    from the op's name alone; None for any other op (its answer depends on them)."""
+    entry = profile.mapping.entry(op)
+    if entry is None:
+        return None
+    selector = selector_of(entry)
+    if selector not in ARGUMENT_FREE:
+        return None
+    return _named(_accounted(entry, selector), op, selector, profile)
+
+
+def _accounted(entry: MappingEntry, selector: str) -> QueryResult:
+    if selector == "zero_cost":
+        return QueryResult.measured(0.0, method="zero_cost", zero_cost=True,
+                                    kernel_type=entry.kernel_type or "",
+                                    note="mapping marks this op zero_cost")
+    return QueryResult.measured(0.0, method="accepted_miss", zero_cost=True,
+                                kernel_type="accepted_miss", note=entry.accepted_miss)
+
+
+def _named(result: QueryResult, op: str, selector: str | None,
+           profile: Profile) -> QueryResult:
+    """The result with the op, its selector (an unmapped op has none) and the version."""
+    result.details.setdefault("op", op)
+    if selector is not None:
+        result.details.setdefault("selector", selector)
+    result.details.setdefault("version", profile.alias)
+    return result
 
 
 def _finish(result: QueryResult, entry: MappingEntry, kernel: str, owns_exact: bool,

@@ -17,13 +17,12 @@ from numbers import Integral, Real
 from typing import Any, TypeAlias
 
 from profstore.model.leaf_context import LeafContext
-from profstore.model.leaf_fields import is_list, object_error
+from profstore.model.leaf_fields import is_list, object_error, op_name
 from profstore.model.size_limits import bounded_int, check_nesting, load_json, valid_text
 from profstore.model.tensor_spec import TensorSpec
 
 __all__ = ["Arg", "LeafOp", "walk_tensors"]
 
-_OPS_PREFIX = "torch.ops."
 _TOP_LEVEL_KEYS = frozenset({"op", "args", "kwargs", "outputs", "context", "id"})
 
 
@@ -163,13 +162,7 @@ class LeafOp:
 
 
     def __post_init__(self) -> None:
-        if self.op is None:
-            raise ValueError("op: missing")
-        op = self.op.strip() if isinstance(self.op, str) else ""
-        op = op[len(_OPS_PREFIX) :] if op.startswith(_OPS_PREFIX) else op
-        if not op:
-            raise ValueError(f"op: must be a non-empty string, got {self.op!r}")
-        valid_text(op, "op")
+        op = op_name(self.op)
         context = self.context
         if not isinstance(context, LeafContext):  # None or a JSON object
             context = LeafContext.from_json(context, "context")

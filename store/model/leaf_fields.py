@@ -87,3 +87,22 @@ def format_field(value: Any, defaulted: Any = False) -> str | None:
         raise ValueError("format_defaulted: True only with format 'ND', got "
                          f"{defaulted!r} with {value!r}")
     return None if value is None else value.strip().upper()
+
+
+_OPS_PREFIX = "torch.ops."
+def op_name(value: Any) -> str:
+    """A leaf's ``op`` as given (a string, or ``str()`` of a torch op) made canonical:
+    stripped, without a leading ``torch.ops.``.
+
+    Raises:
+        ValueError: missing, empty or not valid text; the message names ``op``.
+    """
+    if value is None:
+        raise ValueError("op: missing")
+    op = value.strip() if isinstance(value, str) else ""
+    op = op[len(_OPS_PREFIX) :] if op.startswith(_OPS_PREFIX) else op
+    if not op:
+        raise ValueError(f"op: must be a non-empty string, got {value!r}")
+    valid_text(op, "op")
+    return op
+

@@ -172,6 +172,24 @@ def _items(value: list[Any] | tuple[Any, ...], path: str,
     return tuple(_arg(item, f"{path}[{i}]", format_of) for i, item in enumerate(value))
 
 
+def invocation_shapes(op_invoke_info: Any) -> list[list[int]]:
+    """The shapes of the non-scalar tensors among an invocation's positional arguments,
+    lists flattened: ``simulation_shapes`` of its leaf, read without converting anything
+    else (an op answered by its name alone has no leaf; ADR 0130).
+
+    Raises:
+        Exception: whatever reading a shape raises; a dimension that is not an integer
+            is a ``TypeError``.
+    """
+    shapes = []
+    for value in _flatten(getattr(op_invoke_info, "args", None) or ()):
+        if not isinstance(value, (str, Integral, Real)) and _is_tensor(value):
+            shape = [operator.index(dim) for dim in value.shape]
+            if shape:
+                shapes.append(shape)
+    return shapes
+
+
 def _phase_from_flags(flags: Any) -> str | None:
     data = _read_list(flags) if _is_tensor(flags) else list(_flatten(flags))
     if not data:

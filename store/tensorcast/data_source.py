@@ -32,6 +32,10 @@ Conversion rules (see ``leaf_from_invocation``):
 - ``seq_lens_values`` / ``query_lens_values`` kwargs (the real per-request lengths some
   ops carry) fill ``context.kv_lens`` / ``context.query_lens`` (and ``num_requests``)
   when the configured context does not set them.
+
+An op the version maps ``zero_cost`` or ``accepted_miss`` is answered by its name and not
+converted at all (its answer reads none of its arguments; ADR 0130): the simulation shapes
+are read from its positional tensors, and ``last_leaf`` is None.
 """
 
 from __future__ import annotations
@@ -42,14 +46,21 @@ from dataclasses import replace
 from typing import Any, TypeAlias
 
 from profstore.api import Store
+from profstore.lookup.dispatch import answer_by_name
 from profstore.lookup.format_resolution import FormatPolicy
 from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
+from profstore.model.leaf_fields import op_name
 from profstore.model.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
-from profstore.tensorcast.convert import FormatOf, context_fields, leaf_from_invocation
+from profstore.tensorcast.convert import (
+    FormatOf,
+    context_fields,
+    invocation_shapes,
+    leaf_from_invocation,
+)
 from profstore.tensorcast.miss_codes import MissCodes, check_style, upstream_miss_code
 from profstore.tensorcast.tensorcast_result import (
     ShapeList,
@@ -183,6 +194,8 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
+        self._by_arguments: set[str] = set()
+        """Ops found to need their arguments (``_answered_by_name``)."""
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -285,6 +298,9 @@ class ProfstoreDataSource:
             >>> answer.shape_debug_statistics()["kernel_shapes"], missed, reason
             ('[[128, 7168], [7168, 4096]]', None, 'outside_convex_hull')
         """
+        by_name = self._answered_by_name(op_invoke_info)
+        if by_name is not None:
+            return by_name
         try:
             leaf = self.to_leaf(op_invoke_info)
         except Exception as error:  # a malformed op is a miss, never a crash in the host loop
@@ -297,17 +313,44 @@ class ProfstoreDataSource:
                                               format_policy=self.format_policy,
                                               regime_policy=self.regime_policy), leaf)
 
+    def _answered_by_name(self, op_invoke_info: Any) -> TensorCastResult | None:
+        """The answer of an op whose answer reads none of its arguments (``answer_by_name``:
+        zero_cost, accepted_miss), made without converting the invocation (ADR 0130).
+        None for any other op (remembered: it is not asked again), and where the op's
+        name or tensor shapes cannot be read (its conversion then reports the invocation)."""
+        func = getattr(op_invoke_info, "func", None)
+        if func is None:
+            return None
+        try:
+            op = op_name(str(func))
+        except Exception:  # a name that cannot be read: as for any op, conversion says why
+            return None
+        if op in self._by_arguments:
+            return None
+        profile = self.store.profile(self.version)
+        result = None if profile is None else answer_by_name(op, profile)
+        if result is None:
+            self._by_arguments.add(op)
+            return None
+        try:
+            shapes = invocation_shapes(op_invoke_info)
+        except Exception:  # likewise for a shape
+            return None
+        return self._settle(result, None, shapes)
+
     def _read_row_shapes(self, file_name: str, line_no: int) -> ShapeList:
         """The row's input shapes (the store keeps every row of a file once read)."""
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)
         return [list(shape) for shape in shapes or ()]
 
-    def _settle(self, result: QueryResult, leaf: LeafOp | None) -> TensorCastResult | None:
+    def _settle(self, result: QueryResult, leaf: LeafOp | None,
+                simulation: ShapeList | None = None) -> TensorCastResult | None:
         self.last_result, self.last_leaf = result, leaf
         if result.hit and result.source is not QuerySource.PARTIAL:
             self.last_miss_reason = self.last_miss_details = None
             result = replace(result, details=with_upstream_aliases(result.details))
-            answer = TensorCastResult.of(result, leaf, self._read_row_shapes, self.compact)
+            answer = TensorCastResult.of(result, leaf, self._read_row_shapes, self.compact,
+                                         simulation)
             self.last_shape_match_info = answer.shape_match_info
             return answer
         details = with_upstream_aliases(result.details)

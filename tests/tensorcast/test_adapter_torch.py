@@ -10,6 +10,8 @@ from profstore.model.leaf_context import LeafContext
 from profstore.model.result import QuerySource
 from profstore.model.tensor_spec import TensorSpec
 from profstore.tensorcast import ProfstoreDataSource, leaf_from_invocation
+from profstore.tensorcast.convert import invocation_shapes
+from profstore.tensorcast.tensorcast_result import simulation_shapes
 
 from tests.support.markers import requires_perfdb
 from tests.support.prerequisites import require
@@ -50,6 +52,12 @@ def test_conversion_of_torch_tensors_is_exact(build):
     factory = TorchFactory()
     op = build(factory.tensor, dtype)
     assert leaf_from_invocation(op, CONTEXT, factory.format_of) == EXPECTED[build]
+
+
+@pytest.mark.parametrize("build", CASES, ids=lambda f: f.__name__)
+def test_invocation_shapes_of_torch_tensors_are_the_leafs_simulation_shapes(build):
+    op = build(TorchFactory().tensor, dtype)
+    assert invocation_shapes(op) == simulation_shapes(EXPECTED[build])
 
 
 def test_torch_scalars_and_objects():

@@ -1,0 +1,103 @@
+"""ProfstoreDataSource answers an op whose answer reads none of its arguments (zero_cost,
+accepted_miss) by its name, without converting the invocation (ADR 0130), and reports the
+simulation shapes its leaf would have."""
+
+from __future__ import annotations
+
+import pytest
+from profstore.api import Store
+from profstore.model.result import QuerySource
+from profstore.tensorcast import ProfstoreDataSource
+from profstore.tensorcast.convert import invocation_shapes
+from profstore.tensorcast.tensorcast_result import ShapeMatchInfo, simulation_shapes
+
+from tests.support.perfdb import Row, build_database, mapping_doc, write_version
+from tests.support.torch_fakes import CASES, EXPECTED, FakeOp, Overload, fake_tensor
+
+RMS = "tensor_cast.rms_norm.default"
+VIEW = "aten.view.default"
+INDEX = "aten.index.Tensor"
+NOTE = "host-side index"
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("by_name")
+    rows = [Row([[8, 7168], [7168]], ["DT_BF16", "DT_BF16"], [[8, 7168]], ["DT_BF16"], 10.0)]
+    entries = {RMS: {"kernel_type": "RmsNorm"}, VIEW: {"zero_cost": True},
+               INDEX: {"accepted_miss": NOTE}}
+    write_version(tmp / "data", {"RmsNorm": rows}, mapping_doc(entries))
+    with Store.open(build_database(tmp)) as store:
+        yield store
+
+
+@pytest.fixture()
+def source(small_store):
+    return ProfstoreDataSource(small_store, "v0.18", tp_size=4, details="compact")
+
+
+def view(*args):
+    return FakeOp(Overload(VIEW), args, {}, fake_tensor((56, 1024), "bfloat16"))
+
+
+def test_a_zero_cost_op_is_answered_without_a_leaf(source):
+    answer = source.lookup(view(fake_tensor((8, 7168), "bfloat16"), [56, 1024]))
+    assert (answer.latency_us, answer.source) == (0.0, QuerySource.MEASURED)
+    assert answer.details == {"kernel_type": "", "method": "zero_cost", "zero_cost": True}
+    assert answer.shape_match_info == ShapeMatchInfo([[8, 7168]], [], "zero_cost")
+    assert source.last_leaf is None
+    assert source.last_shape_match_info == answer.shape_match_info
+    assert (source.last_miss_reason, source.last_miss_details) == (None, None)
+
+
+def test_the_answer_is_the_one_its_leaf_gets(source, small_store):
+    op = view(fake_tensor((8, 7168), "bfloat16"), [56, 1024])
+    source.lookup(op)
+    by_leaf = small_store.lookup(source.to_leaf(op), "v0.18")
+    assert source.last_result.as_dict() == by_leaf.as_dict()
+
+
+def test_an_accepted_miss_is_answered_by_its_name_with_nested_tensors(source):
+    op = FakeOp(Overload(INDEX), (fake_tensor((8, 7168), "bfloat16"),
+                                  [fake_tensor((4,), "int64"), None, fake_tensor((), "int64")]))
+    answer = source.lookup(op)
+    assert (answer.latency_us, answer.all_details["note"]) == (0.0, NOTE)
+    # lists flattened, the scalar tensor left out, as simulation_shapes of the leaf
+    assert answer.shape_match_info.simulation_shapes == [[8, 7168], [4]]
+
+
+def test_arguments_that_would_not_convert_do_not_change_a_zero_cost_answer(source):
+    answer = source.lookup(view(fake_tensor((8, 7168), "complex128"), [56, 1024]))
+    assert (answer.latency_us, answer.details["method"]) == (0.0, "zero_cost")
+
+
+def test_a_shape_that_cannot_be_read_is_reported_by_the_conversion(source):
+    class Broken:
+        dtype = "bfloat16"
+
+        @property
+        def shape(self):
+            raise RuntimeError("symbolic shape")
+
+    assert source.lookup(view(Broken(), [56, 1024])) is None
+    assert source.last_miss_reason == "invalid_descriptor"
+    assert source.last_miss_details["message"] == "RuntimeError: symbolic shape"
+
+
+def test_an_op_that_needs_its_arguments_is_asked_by_name_once(source, monkeypatch):
+    from profstore.tensorcast import data_source
+
+    asked = []
+    monkeypatch.setattr(data_source, "answer_by_name", lambda op, profile: asked.append(op))
+    answers = [source.lookup(FakeOp(Overload(RMS), (fake_tensor((tokens, 7168), "bfloat16"),
+                                                    fake_tensor((7168,), "bfloat16"), 1e-6)))
+               for tokens in (8, 8, 16)]
+    assert asked == [RMS]
+    # RmsNorm.csv of the fixture: 10.0 us at 8 tokens, its only row (16 is beyond it)
+    assert (answers[0].latency_us, answers[1].latency_us, answers[2]) == (10.0, 10.0, None)
+
+
+@pytest.mark.parametrize("build", CASES, ids=lambda f: f.__name__)
+def test_invocation_shapes_are_the_leafs_simulation_shapes(build):
+    op = build(fake_tensor, lambda name: name)
+    assert invocation_shapes(op) == simulation_shapes(EXPECTED[build])
