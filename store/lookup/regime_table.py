@@ -11,21 +11,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from profstore.lookup.regime_values import parsed_regime, value_text
+from profstore.lookup.regime_values import PLAIN_TYPES, parsed_regime, value_text
 from profstore.model.clock_cache import ClockCache
 
 _LOOSE = (float, list, dict)
 """Types whose values can be ``same_value`` with different JSON texts (``0.0`` and ``-0.0``,
 ``[1, 0]`` and ``[True, 0.0]``): for the others, same means same text."""
 
-_PLAIN = (str, int, bool, type(None))
-
 
 def _token(value: Any) -> Any:
     """Equal exactly when the JSON texts are: a value of a plain type stands for its own
     text (its type and value fix it), any other is spelled."""
     kind = type(value)
-    return (kind, value) if kind in _PLAIN else value_text(value)
+    return (kind, value) if kind in PLAIN_TYPES else value_text(value)
 
 
 @dataclass(frozen=True)

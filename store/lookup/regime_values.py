@@ -15,11 +15,18 @@ def value_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=list)
 
 
+PLAIN_TYPES = frozenset({str, int, bool, type(None)})
+"""Types whose JSON text is fixed by type and value: two such values are one value exactly
+when they are of one type and equal (no JSON needed to tell)."""
+
+
 def same_value(mine: Any, theirs: Any) -> bool:
     """One regime value: of one type and equal, or equal as JSON text (so ``[1, 0]`` and
     ``[True, 0.0]``, or ``0.0`` and ``-0.0``, are one value; ``1`` and ``1.0`` are not)."""
     if type(mine) is type(theirs) and mine == theirs:
         return True
+    if type(mine) in PLAIN_TYPES and type(theirs) in PLAIN_TYPES:
+        return False
     return value_text(mine) == value_text(theirs)
 
 

@@ -265,8 +265,13 @@ class CandidateQueries:
     def regime_stats(self, profile_id: int, kernel: str, path: str) -> tuple[int, int]:
         """(points, distinct regimes) of a kernel on a path: a regime mismatch vs. no data.
         Counted from ``regime_keys``, which the miss's nearest regimes read next."""
-        regimes = self.regime_keys(profile_id, kernel, path)
-        return sum(points for _, points in regimes), len(regimes)
+        key = ("regime_stats", profile_id, kernel, path)
+        cached = self._stats.get(key)
+        if cached is None:
+            regimes = self.regime_keys(profile_id, kernel, path)
+            cached = (sum(points for _, points in regimes), len(regimes))
+            self._stats.put(key, cached)
+        return cached
 
     def regime_keys(self, profile_id: int, kernel: str, path: str
                     ) -> tuple[tuple[str, int], ...]:
