@@ -77,6 +77,17 @@ class FakeOp:
 
 
 
+class SymbolicShapeTensor:
+    """A tensor whose shape cannot be read (as a symbolic shape raises)."""
+
+    dtype = "bfloat16"
+
+    @property
+    def shape(self):
+        raise RuntimeError("symbolic shape")
+
+
+
 def fake_tensor(shape, dtype, fmt=None, data=None):
     return FakeTensor(tuple(shape), TorchDtype(dtype), fmt, data)
 

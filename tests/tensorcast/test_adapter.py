@@ -23,6 +23,7 @@ from tests.support.torch_fakes import (
     FakeOp,
     FakeTensor,
     Overload,
+    SymbolicShapeTensor,
     TorchDtype,
     csv_latency,
     dynamic_quant,
@@ -175,14 +176,7 @@ def test_unknown_dtype_object_among_the_args_is_invalid(source):
 
 
 def test_a_tensor_that_raises_is_an_invalid_descriptor(source):
-    class Broken:
-        dtype = "bfloat16"
-
-        @property
-        def shape(self):
-            raise RuntimeError("symbolic shape")
-
-    assert source.lookup(FakeOp(Overload(RMS), (Broken(),))) is None
+    assert source.lookup(FakeOp(Overload(RMS), (SymbolicShapeTensor(),))) is None
     assert source.last_miss_reason == "invalid_descriptor"
     assert source.last_miss_details["message"] == "RuntimeError: symbolic shape"
 

@@ -12,7 +12,14 @@ from profstore.tensorcast.convert import invocation_shapes
 from profstore.tensorcast.tensorcast_result import ShapeMatchInfo, simulation_shapes
 
 from tests.support.perfdb import Row, build_database, mapping_doc, write_version
-from tests.support.torch_fakes import CASES, EXPECTED, FakeOp, Overload, fake_tensor
+from tests.support.torch_fakes import (
+    CASES,
+    EXPECTED,
+    FakeOp,
+    Overload,
+    SymbolicShapeTensor,
+    fake_tensor,
+)
 
 RMS = "tensor_cast.rms_norm.default"
 VIEW = "aten.view.default"
@@ -72,14 +79,7 @@ def test_arguments_that_would_not_convert_do_not_change_a_zero_cost_answer(sourc
 
 
 def test_a_shape_that_cannot_be_read_is_reported_by_the_conversion(source):
-    class Broken:
-        dtype = "bfloat16"
-
-        @property
-        def shape(self):
-            raise RuntimeError("symbolic shape")
-
-    assert source.lookup(view(Broken(), [56, 1024])) is None
+    assert source.lookup(view(SymbolicShapeTensor(), [56, 1024])) is None
     assert source.last_miss_reason == "invalid_descriptor"
     assert source.last_miss_details["message"] == "RuntimeError: symbolic shape"
 
