@@ -90,6 +90,8 @@ def format_field(value: Any, defaulted: Any = False) -> str | None:
 
 
 _OPS_PREFIX = "torch.ops."
+
+
 def op_name(value: Any) -> str:
     """A leaf's ``op`` as given (a string, or ``str()`` of a torch op) made canonical:
     stripped, without a leading ``torch.ops.``.
@@ -105,4 +107,3 @@ def op_name(value: Any) -> str:
         raise ValueError(f"op: must be a non-empty string, got {value!r}")
     valid_text(op, "op")
     return op
-

@@ -122,9 +122,8 @@ class TensorSpec:
     def _copy(self, fmt: str | None) -> TensorSpec:
         """This tensor with a format already validated, stated (not defaulted)."""
         copy = object.__new__(TensorSpec)
-        for name, value in (("shape", self.shape), ("dtype", self.dtype), ("format", fmt),
-                            ("values", self.values), ("format_defaulted", False)):
-            object.__setattr__(copy, name, value)
+        vars(copy).update(shape=self.shape, dtype=self.dtype, format=fmt, values=self.values,
+                          format_defaulted=False)  # frozen: its fields set as __init__ would
         return copy
 
     @property

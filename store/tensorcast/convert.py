@@ -183,7 +183,7 @@ def invocation_shapes(op_invoke_info: Any) -> list[list[int]]:
     """
     shapes = []
     for value in _flatten(getattr(op_invoke_info, "args", None) or ()):
-        if not isinstance(value, (str, Integral, Real)) and _is_tensor(value):
+        if _is_tensor(value):  # a number with a shape (a numpy scalar) has shape ()
             shape = [operator.index(dim) for dim in value.shape]
             if shape:
                 shapes.append(shape)

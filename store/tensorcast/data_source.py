@@ -195,7 +195,7 @@ class ProfstoreDataSource:
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
         self._by_arguments: set[str] = set()
-        """Ops found to need their arguments (``_answered_by_name``)."""
+        """Ops found to need their arguments, as ``str(func)`` (``_answered_by_name``)."""
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -319,18 +319,17 @@ class ProfstoreDataSource:
         None for any other op (remembered: it is not asked again), and where the op's
         name or tensor shapes cannot be read (its conversion then reports the invocation)."""
         func = getattr(op_invoke_info, "func", None)
-        if func is None:
-            return None
         try:
-            op = op_name(str(func))
+            text = str(func)
+            if func is None or text in self._by_arguments:
+                return None
+            op = op_name(text)
         except Exception:  # a name that cannot be read: as for any op, conversion says why
-            return None
-        if op in self._by_arguments:
             return None
         profile = self.store.profile(self.version)
         result = None if profile is None else answer_by_name(op, profile)
         if result is None:
-            self._by_arguments.add(op)
+            self._by_arguments.add(text)
             return None
         try:
             shapes = invocation_shapes(op_invoke_info)

@@ -73,6 +73,16 @@ def test_an_accepted_miss_is_answered_by_its_name_with_nested_tensors(source):
     assert answer.shape_match_info.simulation_shapes == [[8, 7168], [4]]
 
 
+def test_numbers_with_a_shape_are_no_simulation_shapes(source):
+    import numpy as np
+
+    op = view(fake_tensor((8, 7168), "bfloat16"), np.int64(56), [np.float32(1.0), 1024])
+    answer = source.lookup(op)
+    # numpy scalars have .shape () and .dtype; the leaf reads them as numbers
+    assert answer.shape_match_info.simulation_shapes == [[8, 7168]]
+    assert simulation_shapes(source.to_leaf(op)) == [[8, 7168]]
+
+
 def test_arguments_that_would_not_convert_do_not_change_a_zero_cost_answer(source):
     answer = source.lookup(view(fake_tensor((8, 7168), "complex128"), [56, 1024]))
     assert (answer.latency_us, answer.details["method"]) == (0.0, "zero_cost")
