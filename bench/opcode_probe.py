@@ -88,11 +88,11 @@ def install(out_dir: Path) -> OpcodeCount:
             path = out_dir / f"opcodes-{os.getpid()}.json"
             path.write_text(json.dumps(count.to_json()))
 
-    def forked() -> None:
+    def forked(_: OpcodeCount) -> None:
         count.__init__()  # type: ignore[misc]
         util.Finalize(None, write, exitpriority=0)  # a pool worker ends in os._exit
 
-    os.register_at_fork(after_in_child=forked)
+    util.register_after_fork(count, forked)  # after the child's finalizers are cleared
     util.Finalize(None, write, exitpriority=0)
     return count
 
