@@ -34,6 +34,11 @@ class OpcodeCount:
         self.calls = 0
         self.by_function: Counter[tuple[str, int, str]] = Counter()
 
+    def reset(self) -> None:
+        """Forget what was counted (a forked child counts its own lookups only)."""
+        self.total = self.calls = 0
+        self.by_function.clear()
+
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "opcode":
             self.total += 1
@@ -89,7 +94,7 @@ def install(out_dir: Path) -> OpcodeCount:
             path.write_text(json.dumps(count.to_json()))
 
     def forked(_: OpcodeCount) -> None:
-        count.__init__()  # type: ignore[misc]
+        count.reset()
         util.Finalize(None, write, exitpriority=0)  # a pool worker ends in os._exit
 
     util.register_after_fork(count, forked)  # after the child's finalizers are cleared
