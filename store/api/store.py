@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from profstore.api.answers import PLAIN, ResultKey, cache_entries, new_caches, options_key
@@ -228,12 +227,9 @@ class Store:
         else:
             key = options_key(leaf, version, interpolation, exclude_samples, format_policy,
                               regime_policy)
-        current = self._generations.current
-        if monotonic() < current.fresh_until:
-            cached = current.parts.results.get(key)
-            if cached is not None:
-                return cached
-        return self._retrying(self._computed, key)
+        fresh = self._generations.fresh()
+        cached = None if fresh is None else fresh.parts.results.get(key)
+        return cached if cached is not None else self._retrying(self._computed, key)
 
     def _retrying(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)``, once more after a lost connection (store/storage/reconnect.py): a
@@ -332,7 +328,7 @@ class Store:
         self._generations.reset()
 
     def profile(self, version: str) -> Profile | None:
-        """A version's profile as of now (re-read after a re-ingest).
+        """A version's profile as of now (re-read after a re-ingest, as answers are).
 
         Args:
             version: a version alias or name.
@@ -351,6 +347,9 @@ class Store:
             >>> profile.alias, "aten.mm.default" in profile.mapping.entries, missing
             ('v0.18', True, None)
         """
+        fresh = self._generations.fresh()
+        if fresh is not None and version in fresh.profiles:
+            return fresh.profiles[version]
         return self._retrying(self._profile_now, version)
 
     def _profile_now(self, version: str) -> Profile | None:

@@ -44,6 +44,12 @@ class Generations:
         self._lock = threading.Lock()
         self.current = Generation(None, build())
 
+    def fresh(self) -> Generation | None:
+        """The current generation while inside its freshness interval (its caches are
+        read without a statement), else None."""
+        current = self.current
+        return current if time.monotonic() < current.fresh_until else None
+
     def reset(self) -> Generation:
         """Drop every cache (the next lookup re-reads the versions)."""
         with self._lock:

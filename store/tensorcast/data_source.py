@@ -46,7 +46,7 @@ from dataclasses import replace
 from typing import Any, TypeAlias
 
 from profstore.api import Store
-from profstore.lookup.dispatch import answer_by_name
+from profstore.lookup.dispatch import Profile, answer_by_name
 from profstore.lookup.format_resolution import FormatPolicy
 from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.leaf import LeafOp
@@ -194,8 +194,10 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
-        self._by_arguments: set[str] = set()
-        """Ops found to need their arguments, as ``str(func)`` (``_answered_by_name``)."""
+        self._by_name: dict[str, tuple[QueryResult, TensorCastResult] | None] = {}
+        """Per ``str(func)``, its answers by name or None (``_answered_by_name``) as of
+        ``_by_name_profile`` (a re-ingest brings a new profile: the memo starts again)."""
+        self._by_name_profile: Profile | None = None
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -319,39 +321,50 @@ class ProfstoreDataSource:
         None for any other op (remembered: it is not asked again), and where the op's
         name or tensor shapes cannot be read (its conversion then reports the invocation)."""
         func = getattr(op_invoke_info, "func", None)
+        profile = self.store.profile(self.version)
+        if profile is not self._by_name_profile:
+            self._by_name, self._by_name_profile = {}, profile
         try:
             text = str(func)
-            if func is None or text in self._by_arguments:
+            if func is None or profile is None:
                 return None
-            op = op_name(text)
+            if text not in self._by_name:
+                result = answer_by_name(op_name(text), profile)
+                self._by_name[text] = None if result is None else (
+                    result, self._answer(result, None, []))
         except Exception:  # a name that cannot be read: as for any op, conversion says why
             return None
-        profile = self.store.profile(self.version)
-        result = None if profile is None else answer_by_name(op, profile)
-        if result is None:
-            self._by_arguments.add(text)
+        named = self._by_name[text]
+        if named is None:
             return None
         try:
             shapes = invocation_shapes(op_invoke_info)
         except Exception:  # likewise for a shape
             return None
-        return self._settle(result, None, shapes)
+        return self._hit(named[0], None, named[1].with_simulation(shapes))
 
     def _read_row_shapes(self, file_name: str, line_no: int) -> ShapeList:
         """The row's input shapes (the store keeps every row of a file once read)."""
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)
         return [list(shape) for shape in shapes or ()]
 
-    def _settle(self, result: QueryResult, leaf: LeafOp | None,
-                simulation: ShapeList | None = None) -> TensorCastResult | None:
+    def _answer(self, result: QueryResult, leaf: LeafOp | None,
+                simulation: ShapeList | None = None) -> TensorCastResult:
+        aliased = replace(result, details=with_upstream_aliases(result.details))
+        return TensorCastResult.of(aliased, leaf, self._read_row_shapes, self.compact,
+                                   simulation)
+
+    def _hit(self, result: QueryResult, leaf: LeafOp | None,
+             answer: TensorCastResult) -> TensorCastResult:
         self.last_result, self.last_leaf = result, leaf
+        self.last_miss_reason = self.last_miss_details = None
+        self.last_shape_match_info = answer.shape_match_info
+        return answer
+
+    def _settle(self, result: QueryResult, leaf: LeafOp | None) -> TensorCastResult | None:
         if result.hit and result.source is not QuerySource.PARTIAL:
-            self.last_miss_reason = self.last_miss_details = None
-            result = replace(result, details=with_upstream_aliases(result.details))
-            answer = TensorCastResult.of(result, leaf, self._read_row_shapes, self.compact,
-                                         simulation)
-            self.last_shape_match_info = answer.shape_match_info
-            return answer
+            return self._hit(result, leaf, self._answer(result, leaf))
+        self.last_result, self.last_leaf = result, leaf
         details = with_upstream_aliases(result.details)
         if result.source is QuerySource.PARTIAL:
             details["partial_latency_us"] = result.latency_us

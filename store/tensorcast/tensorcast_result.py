@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from profstore.model.leaf import LeafOp
@@ -161,6 +161,34 @@ class TensorCastResult(QueryResult):
         handed = {key: details[key] for key in COMPACT_KEYS if key in details}
         return cls(result.latency_us, result.source, result.confidence, result.reason,
                    handed, info, subs, details)
+
+    def with_simulation(self, shapes: ShapeList) -> TensorCastResult:
+        """This answer for another invocation of its op, whose simulation shapes are
+        ``shapes`` (an answer that reads none of the op's arguments: ADR 0130).
+
+        Never raises.
+
+        Args:
+            shapes: the other invocation's simulation shapes (``invocation_shapes``).
+
+        Returns:
+            A copy whose shape debug info, and each sub-kernel's, names ``shapes``.
+
+        Examples:
+            >>> from profstore import QueryResult
+            >>> from profstore.tensorcast import TensorCastResult
+            >>> view = TensorCastResult.of(QueryResult.measured(0.0, method="zero_cost"))
+            >>> view.with_simulation([[4, 7168]]).shape_match_info
+            ShapeMatchInfo(simulation_shapes=[[4, 7168]], kernel_shapes=[],
+                           shape_match_rule='zero_cost')
+        """
+        info, subs = self.shape_match_info, self.sub_kernel_shapes
+        if info is not None:
+            info = ShapeMatchInfo(shapes, info.kernel_shapes, info.shape_match_rule)
+        if subs is not None:
+            subs = [replace(sub, simulation_shapes=shapes) for sub in subs]
+        return TensorCastResult(self.latency_us, self.source, self.confidence, self.reason,
+                                self.details, info, subs, self.full_details)
 
     def shape_debug_statistics(self) -> dict[str, Any]:
         """What TensorCast merges into the op's statistics (upstream's keys and spelling).

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from profstore.api import Store
-from profstore.api import store as store_module
 from profstore.model.result import QuerySource
 from profstore.storage import generations, pinned
 from profstore.storage.engines import make_engine
@@ -43,10 +42,9 @@ def begun(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture()
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The monotonic clock the Store and its generations read, moved by the test."""
+    """The monotonic clock the Store's generations read, moved by the test."""
     now = [time.monotonic()]
     monkeypatch.setattr(generations.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(store_module, "monotonic", lambda: now[0])
     return now
 
 
@@ -77,6 +75,20 @@ def test_inside_the_interval_a_profile_read_begins_no_transaction(url, begun, cl
         after = store.profile("v0.18")
     assert first is not None and again is first and after is first
     assert len(begun) == 2
+
+
+def test_a_profile_read_follows_a_reingest_once_the_interval_is_over(url, tmp_path, clock):
+    """Inside the interval the profile is read from the generation without a statement,
+    as a cached answer is; after it, the new state's profile (the re-ingest's)."""
+    with Store.open(url, refresh_seconds=1.0) as store:
+        first = store.profile("v0.18")
+        reingested(url, tmp_path / "again")
+        clock[0] += 0.5
+        inside = store.profile("v0.18")
+        clock[0] += 1.0
+        after = store.profile("v0.18")
+    assert inside is first
+    assert after is not first and after.alias == "v0.18"
 
 
 def test_a_statement_that_finds_the_versions_changed_answers_from_the_new_state(

@@ -111,3 +111,41 @@ def test_an_op_that_needs_its_arguments_is_asked_by_name_once(source, monkeypatc
 def test_invocation_shapes_are_the_leafs_simulation_shapes(build):
     op = build(fake_tensor, lambda name: name)
     assert invocation_shapes(op) == simulation_shapes(EXPECTED[build])
+
+
+def test_an_answer_by_name_is_made_once_and_each_call_gets_its_own_shapes(source, monkeypatch):
+    from profstore.tensorcast import data_source
+
+    made = []
+    real = data_source.answer_by_name
+    monkeypatch.setattr(data_source, "answer_by_name",
+                        lambda op, profile: made.append(op) or real(op, profile))
+    first = source.lookup(view(fake_tensor((8, 7168), "bfloat16"), [56, 1024]))
+    second = source.lookup(view(fake_tensor((4, 4096), "bfloat16"), [16, 1024]))
+    assert made == [VIEW]
+    assert first.shape_match_info == ShapeMatchInfo([[8, 7168]], [], "zero_cost")
+    assert second.shape_match_info == ShapeMatchInfo([[4, 4096]], [], "zero_cost")
+    assert source.last_shape_match_info == second.shape_match_info
+    assert (second.latency_us, second.details) == (0.0, first.details)
+
+
+def test_a_new_profile_asks_every_op_by_name_again(source, small_store, monkeypatch):
+    """A re-ingest gives the store a new profile (another mapping, perhaps): the ops known
+    by name, or known to need their arguments, are asked again."""
+    from dataclasses import replace
+
+    from profstore.tensorcast import data_source
+
+    made = []
+    real = data_source.answer_by_name
+    monkeypatch.setattr(data_source, "answer_by_name",
+                        lambda op, profile: made.append(op) or real(op, profile))
+    rms = FakeOp(Overload(RMS), (fake_tensor((8, 7168), "bfloat16"),
+                                 fake_tensor((7168,), "bfloat16"), 1e-6))
+    source.lookup(view(fake_tensor((8, 7168), "bfloat16"), [56, 1024]))
+    source.lookup(rms)
+    reingested = replace(small_store.profile("v0.18"))
+    monkeypatch.setattr(small_store, "profile", lambda version: reingested)
+    source.lookup(view(fake_tensor((8, 7168), "bfloat16"), [56, 1024]))
+    source.lookup(rms)
+    assert made == [VIEW, RMS, VIEW, RMS]

@@ -121,6 +121,23 @@ def test_composite_lists_each_sub_kernel(source):
         "kernel_shapes": "[[16, 7168], [7168]]", "shape_match_rule": "base_exact"}
 
 
+def test_an_answer_for_other_shapes_keeps_everything_else(source):
+    """``with_simulation`` (an answer by name, ADR 0130): the simulation shapes replaced,
+    in the answer and in each sub-kernel, the matched rows' shapes and rules kept."""
+    composite = source.lookup(op(ADD)).with_simulation([[4, 7168]])
+    assert composite.latency_us == pytest.approx(3.5 + 14.0)
+    assert composite.sub_kernel_shapes == [
+        SubKernelShapeInfo("Add", [[4, 7168]], [[16, 7168], [7168]], "base_exact"),
+        SubKernelShapeInfo("RmsNorm", [[4, 7168]], [[16, 7168], [7168]], "base_exact"),
+    ]
+    single = source.lookup(op(RMS, tokens=14))
+    moved = single.with_simulation([[2, 7168], [7168]])
+    assert moved.shape_match_info == ShapeMatchInfo(
+        [[2, 7168], [7168]], [[16, 7168], [7168]], "linear_1d")
+    assert (moved.latency_us, moved.details, moved.all_details) == (
+        single.latency_us, single.details, single.all_details)
+
+
 def test_partial_composite_keeps_upstreams_missed_kernels(source):
     assert source.lookup(op("tensor_cast.half.default")) is None
     assert source.last_miss_reason == "partial_composite"
