@@ -35,15 +35,13 @@ class Column:
     loose: Mapping[type, tuple[tuple[Any, int], ...]]
     """The values of the ``_LOOSE`` types with their codes, by type."""
 
-    def same_as(self, value: Any) -> np.ndarray:
-        """Per code, whether its value is ``same_value`` as ``value``."""
-        same = np.zeros(len(self.codes), dtype=bool)
+    def same_as(self, value: Any) -> list[int]:
+        """The codes whose values are ``same_value`` as ``value``."""
         code = self.codes.get(_token(value))
-        if code is not None:
-            same[code] = True
+        same = [] if code is None else [code]
         for other, code in self.loose.get(type(value), ()):
             if other == value:
-                same[code] = True
+                same.append(code)
         return same
 
 
@@ -55,14 +53,20 @@ class RegimeTable:
     points: tuple[int, ...]
     columns: Mapping[str, Column]
     codes: np.ndarray
-    """``codes[row, column]``: the code of that regime's value (null where it has none)."""
+    """``codes[row, column]``: the code of that regime's value (null where it has none),
+    numbered across the columns (each column's codes follow the previous column's), so
+    one gather reads every field of every regime."""
+    starts: tuple[int, ...]
+    """Where each column's codes start."""
+    width: int
+    """How many codes the columns have in all."""
 
     @classmethod
     def of(cls, regimes: Sequence[tuple[str, int]]) -> RegimeTable:
         kept = [(key, points) for key, points in regimes if points > 0]
         parsed = [parsed_regime(key) for key, _ in kept]
         names = sorted({name for regime in parsed for name in regime})
-        columns = {}
+        columns, starts, start = {}, [], 0
         codes = np.zeros((len(kept), len(names)), dtype=np.int32)
         for j, name in enumerate(names):
             tokens: dict[Any, int] = {}
@@ -75,16 +79,21 @@ class RegimeTable:
                     code = tokens[token] = len(tokens)
                     if isinstance(value, _LOOSE):
                         loose.setdefault(type(value), []).append((value, code))
-                codes[i, j] = code
+                codes[i, j] = start + code
             columns[name] = Column(tokens, {t: tuple(v) for t, v in loose.items()})
-        return cls(tuple(k for k, _ in kept), tuple(p for _, p in kept), columns, codes)
+            starts.append(start)
+            start += len(tokens)
+        return cls(tuple(k for k, _ in kept), tuple(p for _, p in kept), columns, codes,
+                   tuple(starts), start)
 
     def distances(self, target: Mapping[str, Any]) -> np.ndarray:
         """How many fields of each regime differ from the target's (as
         ``nearest_regime.differences`` counts them)."""
-        shared = np.zeros(len(self.keys), dtype=np.int32)
-        for j, (name, column) in enumerate(self.columns.items()):
-            shared += column.same_as(target.get(name))[self.codes[:, j]]
+        same = np.zeros(self.width, dtype=np.int32)
+        for start, (name, column) in zip(self.starts, self.columns.items()):
+            for code in column.same_as(target.get(name)):
+                same[start + code] = 1
+        shared = same[self.codes].sum(axis=1)
         only_target = sum(1 for name, value in target.items()
                           if name not in self.columns and value is not None)
         return len(self.columns) - shared + only_target
