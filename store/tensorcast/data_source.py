@@ -46,12 +46,10 @@ from dataclasses import replace
 from typing import Any, TypeAlias
 
 from profstore.api import Store
-from profstore.lookup.dispatch import Profile, answer_by_name
 from profstore.lookup.format_resolution import FormatPolicy
 from profstore.lookup.regime_policy import RegimePolicy
 from profstore.model.leaf import LeafOp
 from profstore.model.leaf_context import LeafContext
-from profstore.model.leaf_fields import op_name
 from profstore.model.mapping import VersionMapping, load_mapping, merge_overlay
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.tensorcast.aliases import with_upstream_aliases
@@ -62,6 +60,7 @@ from profstore.tensorcast.convert import (
     leaf_from_invocation,
 )
 from profstore.tensorcast.miss_codes import MissCodes, check_style, upstream_miss_code
+from profstore.tensorcast.named_answers import NamedAnswers
 from profstore.tensorcast.tensorcast_result import (
     ShapeList,
     ShapeMatchInfo,
@@ -194,10 +193,7 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
-        self._by_name: dict[str, tuple[QueryResult, TensorCastResult] | None] = {}
-        """Per ``str(func)``, its answers by name or None (``_answered_by_name``) as of
-        ``_by_name_profile`` (a re-ingest brings a new profile: the memo starts again)."""
-        self._by_name_profile: Profile | None = None
+        self._named = NamedAnswers(lambda result: self._answer(result, None, []))
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -318,23 +314,11 @@ class ProfstoreDataSource:
     def _answered_by_name(self, op_invoke_info: Any) -> TensorCastResult | None:
         """The answer of an op whose answer reads none of its arguments (``answer_by_name``:
         zero_cost, accepted_miss), made without converting the invocation (ADR 0130).
-        None for any other op (remembered: it is not asked again), and where the op's
-        name or tensor shapes cannot be read (its conversion then reports the invocation)."""
+        None for any other op, and where the op's name or tensor shapes cannot be read
+        (its conversion then reports the invocation). Made once per op (ADR 0132)."""
         func = getattr(op_invoke_info, "func", None)
         profile = self.store.profile(self.version)
-        if profile is not self._by_name_profile:
-            self._by_name, self._by_name_profile = {}, profile
-        try:
-            text = str(func)
-            if func is None or profile is None:
-                return None
-            if text not in self._by_name:
-                result = answer_by_name(op_name(text), profile)
-                self._by_name[text] = None if result is None else (
-                    result, self._answer(result, None, []))
-        except Exception:  # a name that cannot be read: as for any op, conversion says why
-            return None
-        named = self._by_name[text]
+        named = None if func is None or profile is None else self._named.of(func, profile)
         if named is None:
             return None
         try:

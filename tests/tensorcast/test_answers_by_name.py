@@ -95,10 +95,10 @@ def test_a_shape_that_cannot_be_read_is_reported_by_the_conversion(source):
 
 
 def test_an_op_that_needs_its_arguments_is_asked_by_name_once(source, monkeypatch):
-    from profstore.tensorcast import data_source
+    from profstore.tensorcast import named_answers
 
     asked = []
-    monkeypatch.setattr(data_source, "answer_by_name", lambda op, profile: asked.append(op))
+    monkeypatch.setattr(named_answers, "answer_by_name", lambda op, profile: asked.append(op))
     answers = [source.lookup(FakeOp(Overload(RMS), (fake_tensor((tokens, 7168), "bfloat16"),
                                                     fake_tensor((7168,), "bfloat16"), 1e-6)))
                for tokens in (8, 8, 16)]
@@ -114,11 +114,11 @@ def test_invocation_shapes_are_the_leafs_simulation_shapes(build):
 
 
 def test_an_answer_by_name_is_made_once_and_each_call_gets_its_own_shapes(source, monkeypatch):
-    from profstore.tensorcast import data_source
+    from profstore.tensorcast import named_answers
 
     made = []
-    real = data_source.answer_by_name
-    monkeypatch.setattr(data_source, "answer_by_name",
+    real = named_answers.answer_by_name
+    monkeypatch.setattr(named_answers, "answer_by_name",
                         lambda op, profile: made.append(op) or real(op, profile))
     first = source.lookup(view(fake_tensor((8, 7168), "bfloat16"), [56, 1024]))
     second = source.lookup(view(fake_tensor((4, 4096), "bfloat16"), [16, 1024]))
@@ -134,11 +134,11 @@ def test_a_new_profile_asks_every_op_by_name_again(source, small_store, monkeypa
     by name, or known to need their arguments, are asked again."""
     from dataclasses import replace
 
-    from profstore.tensorcast import data_source
+    from profstore.tensorcast import named_answers
 
     made = []
-    real = data_source.answer_by_name
-    monkeypatch.setattr(data_source, "answer_by_name",
+    real = named_answers.answer_by_name
+    monkeypatch.setattr(named_answers, "answer_by_name",
                         lambda op, profile: made.append(op) or real(op, profile))
     rms = FakeOp(Overload(RMS), (fake_tensor((8, 7168), "bfloat16"),
                                  fake_tensor((7168,), "bfloat16"), 1e-6))
