@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from profstore.api import Store
-from profstore.api import store as store_module
 from profstore.model.leaf import LeafOp
 from profstore.model.result import QueryResult, QuerySource, Reason
 from profstore.storage import generations
@@ -152,7 +151,6 @@ def test_inside_the_refresh_interval_an_answer_from_cached_rows_may_be_stale(
     the lookup reads the state and finds the new row."""
     clock = [time.monotonic()]
     monkeypatch.setattr(generations.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(store_module, "monotonic", lambda: clock[0])
     store, seen = open_recorded(url, monkeypatch, refresh_seconds=1.0)
     with store:
         for tokens in (5, 7, 12):
