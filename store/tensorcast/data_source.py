@@ -193,7 +193,7 @@ class ProfstoreDataSource:
         self.last_result: QueryResult | None = None
         self.last_leaf: LeafOp | None = None
         self.last_shape_match_info: ShapeMatchInfo | None = None
-        self._named = NamedAnswers(lambda result: self._answer(result, None, []))
+        self._named = NamedAnswers(lambda result: self._answer(result, None))
         profile = self.store.profile(version)
         if profile is None:
             known = ", ".join(self.store.versions()) or "none"
@@ -332,11 +332,9 @@ class ProfstoreDataSource:
         shapes = self.store.row_input_shapes(self.version, file_name, line_no)
         return [list(shape) for shape in shapes or ()]
 
-    def _answer(self, result: QueryResult, leaf: LeafOp | None,
-                simulation: ShapeList | None = None) -> TensorCastResult:
+    def _answer(self, result: QueryResult, leaf: LeafOp | None) -> TensorCastResult:
         aliased = replace(result, details=with_upstream_aliases(result.details))
-        return TensorCastResult.of(aliased, leaf, self._read_row_shapes, self.compact,
-                                   simulation)
+        return TensorCastResult.of(aliased, leaf, self._read_row_shapes, self.compact)
 
     def _hit(self, result: QueryResult, leaf: LeafOp | None,
              answer: TensorCastResult) -> TensorCastResult:

@@ -117,8 +117,7 @@ class TensorCastResult(QueryResult):
 
     @classmethod
     def of(cls, result: QueryResult, leaf: LeafOp | None = None,
-           row_shapes: RowShapes | None = None, compact: bool = False,
-           simulation: ShapeList | None = None) -> TensorCastResult:
+           row_shapes: RowShapes | None = None, compact: bool = False) -> TensorCastResult:
         """A ``QueryResult`` with its shape debug info.
 
         Never raises.
@@ -129,8 +128,6 @@ class TensorCastResult(QueryResult):
             row_shapes: ``(file, line) -> input shapes`` of a stored row (kernel shapes
                 are ``[]`` without it).
             compact: cut ``details`` to ``COMPACT_KEYS`` (the rest in ``full_details``).
-            simulation: the simulation shapes where no leaf was made (an op answered by
-                its name: ``invocation_shapes``); ignored when ``leaf`` is given.
 
         Returns:
             The answer TensorCast reads.
@@ -146,7 +143,7 @@ class TensorCastResult(QueryResult):
                            shape_match_rule='base_exact')
         """
         shapes_of = row_shapes or _no_shapes
-        simulation = simulation_shapes(leaf) if leaf is not None else simulation or []
+        simulation = simulation_shapes(leaf) if leaf is not None else []
         details = result.details
         info, subs = None, None
         if details.get("method") == "composite_sum":
